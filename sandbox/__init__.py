@@ -1,0 +1,1 @@
+"""skyl-sandbox: an offline, scripted fake LLM provider for learning and testing tool-calling loops."""

@@ -1,0 +1,64 @@
+"""Typed stream events: what `Client.stream()` yields, the same for every provider.
+
+There is no `Response.message` on a stream: a loop rebuilds the turn from these events, or hands
+the stream to `collect_stream`. Tool-call events carry the call's `index` within the turn, so
+fragments of different calls are never confused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+from ._types import StopReason, Usage
+
+__all__ = ["MessageEnd", "StreamEvent", "TextDelta", "ToolCallDelta", "ToolCallEnd", "ToolCallStart"]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A fragment of the turn's prose."""
+
+    text: str
+    kind: Literal["text_delta"] = field(default="text_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolCallStart:
+    """A new call begins: its id and name are known, its arguments will follow in fragments."""
+
+    index: int
+    id: str
+    name: str
+    kind: Literal["tool_call_start"] = field(default="tool_call_start", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A fragment of the JSON text of call `index`'s arguments. Join them, then parse."""
+
+    index: int
+    arguments: str
+    kind: Literal["tool_call_delta"] = field(default="tool_call_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolCallEnd:
+    """Call `index` has all its argument fragments."""
+
+    index: int
+    kind: Literal["tool_call_end"] = field(default="tool_call_end", repr=False)
+
+
+@dataclass(frozen=True)
+class MessageEnd:
+    """The turn is over."""
+
+    stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    id: str = ""
+    kind: Literal["message_end"] = field(default="message_end", repr=False)
+
+
+StreamEvent = Union[TextDelta, ToolCallStart, ToolCallDelta, ToolCallEnd, MessageEnd]

@@ -1,0 +1,186 @@
+"""The skyl data model: one neutral shape for every provider.
+
+A conversation is a list of `Message`s. Each message has a role and a list of content parts:
+`Text`, `ToolCall` (assistant only) and `ToolResult` (one per `tool` message). The wire-format
+modules translate this model to and from each provider's JSON, in both directions, so the same
+types serve the learner's client and the fake provider.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+__all__ = [
+    "Message",
+    "Part",
+    "Request",
+    "Response",
+    "Role",
+    "StopReason",
+    "Text",
+    "Tool",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "assistant_text",
+    "system_text",
+    "tool_result_message",
+    "user_text",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class StopReason(str, enum.Enum):
+    """Why the model stopped. The call list, not this, is the reliable end-of-loop signal."""
+
+    END_TURN = "end_turn"
+    TOOL_USE = "tool_use"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    REFUSAL = "refusal"
+    OTHER = "other"
+
+    def __repr__(self) -> str:
+        return f"StopReason.{self.name}"
+
+
+@dataclass(frozen=True)
+class Text:
+    """A piece of prose in a message."""
+
+    text: str
+    kind: Literal["text"] = field(default="text", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for. `arguments` is already decoded from the provider's JSON."""
+
+    id: str
+    """The provider's id for this call; a tool result answers it with the same id."""
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    kind: Literal["tool_call"] = field(default="tool_call", repr=False)
+    meta: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Provider details a replay needs (an OpenAI Responses item id, a Gemini thought signature)."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The answer to one tool call, paired with it by `call_id`."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+    kind: Literal["tool_result"] = field(default="tool_result", repr=False)
+
+
+Part = Union[Text, ToolCall, ToolResult]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of the conversation: a role and its content parts, in order."""
+
+    role: Role
+    content: Sequence[Part] = ()
+
+    def __post_init__(self) -> None:
+        # A tuple keeps the turn exactly as the provider sent it, even if someone holds a reference.
+        object.__setattr__(self, "content", tuple(self.content))
+
+    def text(self) -> str:
+        """All text parts joined: what a person would read."""
+        return "".join(part.text for part in self.content if isinstance(part, Text))
+
+    def tool_calls(self) -> list[ToolCall]:
+        """The calls in this turn, in the order the model made them."""
+        return [part for part in self.content if isinstance(part, ToolCall)]
+
+    def tool_results(self) -> list[ToolResult]:
+        return [part for part in self.content if isinstance(part, ToolResult)]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the model may call; `parameters` is a JSON Schema object."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+ToolChoice = Union[Literal["auto", "none", "required"], str]
+"""`"auto"`, `"none"`, `"required"` (any tool), or a tool's name to force that tool."""
+
+
+@dataclass
+class Request:
+    """What the loop sends each round. `messages` is a plain list: the loop appends to it."""
+
+    model: str
+    messages: list[Message] = field(default_factory=list)
+    tools: Sequence[Tool] = ()
+    tool_choice: ToolChoice | None = None
+    max_tokens: int = 1024
+    system: str | None = None
+    temperature: float | None = None
+    stop_sequences: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Response:
+    """One model turn as the provider sent it."""
+
+    message: Message
+    """The assistant turn, tool calls included: append this, never a reconstruction."""
+    stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    id: str = ""
+    raw: Any = field(default=None, repr=False, compare=False)
+    """The decoded provider JSON (for a stream: the list of decoded events)."""
+
+    def text(self) -> str:
+        return self.message.text()
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Empty when the model is done: the loop's terminating condition."""
+        return self.message.tool_calls()
+
+
+def user_text(text: str) -> Message:
+    return Message("user", [Text(text)])
+
+
+def system_text(text: str) -> Message:
+    return Message("system", [Text(text)])
+
+
+def assistant_text(text: str) -> Message:
+    """An assistant turn holding only prose.
+
+    This is the lesson's DON'T: appending `assistant_text(resp.text())` instead of `resp.message`
+    drops the tool calls, and the provider then rejects the results that follow. It exists so that
+    learners can make the mistake and see the real error.
+    """
+    return Message("assistant", [Text(text)])
+
+
+def tool_result_message(call_id: str, content: str, *, is_error: bool = False) -> Message:
+    """The answer to one call. Append one per call, after the assistant turn that made them."""
+    return Message("tool", [ToolResult(call_id, content, is_error)])

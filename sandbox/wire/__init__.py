@@ -1,0 +1,83 @@
+"""The four wire formats, and how a request path picks one.
+
+Modules load on first use, so a process that speaks one provider never imports the other three.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+
+from .._exceptions import UsageError
+from ._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat
+
+__all__ = [
+    "PROVIDERS",
+    "Conversation",
+    "EncodedRequest",
+    "ModelTurn",
+    "Route",
+    "Rule",
+    "StreamDecoder",
+    "WireError",
+    "WireFormat",
+    "get_wire_format",
+    "route",
+]
+
+_MODULES = {
+    "openai": "openai_chat",
+    "openai-responses": "openai_responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
+
+PROVIDERS: tuple[str, ...] = tuple(_MODULES)
+"""Every `provider=` a client accepts: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, Gemini."""
+
+_loaded: dict[str, WireFormat] = {}
+
+
+def get_wire_format(provider: str) -> WireFormat:
+    wire = _loaded.get(provider)
+    if wire is not None:
+        return wire
+    if provider not in _MODULES:
+        known = ", ".join(repr(name) for name in PROVIDERS)
+        raise UsageError(f"Unknown provider={provider!r}. Use one of: {known}.")
+    module = importlib.import_module(f"{__name__}.{_MODULES[provider]}")
+    wire = _loaded[provider] = module.WIRE
+    return wire
+
+
+@dataclass(frozen=True)
+class Route:
+    provider: str
+    model: str | None = None
+    """Gemini puts the model in the path."""
+    stream: bool = False
+    """Gemini chooses streaming by path, the others by the body's `stream` field."""
+
+    @property
+    def wire(self) -> WireFormat:
+        return get_wire_format(self.provider)
+
+
+_GEMINI_PATH = re.compile(
+    r"^/(?:v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$"
+)
+
+
+def route(path: str) -> Route | None:
+    """The wire format a request path belongs to, at the real APIs' paths (None: not a known path)."""
+    if path in ("/v1/chat/completions", "/chat/completions"):
+        return Route("openai")
+    if path in ("/v1/responses", "/responses"):
+        return Route("openai-responses")
+    if path == "/v1/messages":
+        return Route("anthropic")
+    match = _GEMINI_PATH.match(path)
+    if match:
+        return Route("gemini", model=match["model"], stream=match["method"] == "streamGenerateContent")
+    return None

@@ -1,0 +1,240 @@
+"""The contract every wire format implements, on both sides of the wire.
+
+Client side (the skyl client): `encode_request`, `decode_response`, `stream_decoder`, `decode_error`.
+Fake side (the sandbox engine): `parse_request`, `encode_response`, `encode_stream`, `error`.
+
+The same module serves both sides so that round trips are cheap to test; the official SDKs are the
+independent judge that keeps a shape we get wrong on both sides from cancelling out.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._events import StreamEvent
+from .._exceptions import ProviderError
+from .._types import Message, Request, Response, StopReason, Tool, Usage
+from ._sse import SSEEvent
+
+__all__ = [
+    "CREATED_AT",
+    "Conversation",
+    "EncodedRequest",
+    "ModelTurn",
+    "Rule",
+    "StreamDecoder",
+    "WireError",
+    "WireFormat",
+    "stable_token",
+]
+
+CREATED_AT = 1767225600
+"""Every timestamp the fake sends (2026-01-01T00:00:00Z): output must be byte-identical across runs."""
+
+_ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def stable_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
+    """A deterministic id body derived from `seed`, in the alphabet a provider uses."""
+    digest = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
+    chars = []
+    for _ in range(length):
+        digest, rem = divmod(digest, len(alphabet))
+        chars.append(alphabet[rem])
+    return "".join(chars)
+
+
+BASE58 = _BASE58
+HEX = "0123456789abcdef"
+
+
+class Rule(str, enum.Enum):
+    """The kind of mistake an error reports, shared by every provider, so hints can be chosen by kind."""
+
+    MALFORMED = "malformed"
+    """The body is not JSON, a field has the wrong type, or a required field is missing."""
+    RESULT_WITHOUT_TURN = "result_without_turn"
+    """A tool result does not directly follow an assistant turn with tool calls (the turn is missing,
+    was rebuilt as text, or the results came first)."""
+    MISSING_RESULT = "missing_result"
+    """An assistant turn's call has no result after it."""
+    DUPLICATE_RESULT = "duplicate_result"
+    UNKNOWN_CALL_ID = "unknown_call_id"
+    """A result answers an id that the turn before it did not call."""
+    HISTORY_MISMATCH = "history_mismatch"
+    """Sandbox only: an echoed assistant turn is not the one the sandbox sent at that step."""
+    SCRIPT_FINISHED = "script_finished"
+    """Sandbox only: the scenario already gave its final answer."""
+    BUDGET = "budget"
+    """Sandbox only: the conversation used up its request budget (a runaway loop)."""
+    UNKNOWN_SCENARIO = "unknown_scenario"
+    NOT_FOUND = "not_found"
+    """Unknown path or method."""
+    TOO_LARGE = "too_large"
+
+
+@dataclass(frozen=True)
+class EncodedRequest:
+    """Everything needed to send a request, relative to the provider's base URL."""
+
+    path: str
+    json: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A request as the fake provider understood it, in the neutral model."""
+
+    model: str
+    messages: list[Message]
+    """One neutral message per turn; a provider turn holding several tool results becomes one
+    `tool` message per result (in wire order), followed by a `user` message for any other parts."""
+    paths: list[str]
+    """For each neutral message, where it sits on the wire: `messages[3]`, `input[2]`,
+    `contents[1]`. Several neutral messages may share one path."""
+    tools: list[Tool] = field(default_factory=list)
+    tool_choice: str | None = None
+    """Normalised: None (not sent), `auto`, `none`, `required`, or a tool name."""
+    stream: bool = False
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def forced_tool_choice(self) -> bool:
+        return self.tool_choice not in (None, "auto", "none")
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """What the script answers: the assistant message plus how the provider would frame it."""
+
+    message: Message
+    stop_reason: StopReason
+    seed: str
+    """Unique per (scenario, step): response ids derive from it."""
+    raw_stop_reason: str | None = None
+    """A provider-specific stop value that overrides the faithful mapping (`stop`, `STOP`, ...)."""
+    usage: Usage = field(default_factory=Usage)
+
+
+class WireError(Exception):
+    """A provider-shaped error response: exact status, headers and body."""
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        *,
+        message: str,
+        rule: Rule,
+        headers: Mapping[str, str] | None = None,
+        message_index: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.message = message
+        """The provider's message text, verbatim."""
+        self.rule = rule
+        self.headers = dict(headers or {})
+        self.message_index = message_index
+        """The neutral message that broke the rule, when one did: the transcript marks it."""
+
+
+class StreamDecoder(ABC):
+    """Turns one provider's SSE events into skyl stream events, keeping whatever state it needs."""
+
+    @abstractmethod
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Decode one SSE event. Raise `ProviderError` for an error event or unreadable data."""
+
+    @abstractmethod
+    def finish(self) -> list[StreamEvent]:
+        """The stream ended. Raise `ProviderError` if it ended before the turn was complete."""
+
+
+class WireFormat(ABC):
+    """One provider's wire format."""
+
+    name: str
+    """`openai`, `openai-responses`, `anthropic` or `gemini`: the `provider=` a client names."""
+    base_url: str
+    """The real API's base URL, e.g. `https://api.openai.com/v1`."""
+    has_call_ids: bool = True
+    """Gemini sends no call ids: calls and results are paired by position in the turn."""
+
+    # -- client side -------------------------------------------------------------------------
+
+    @abstractmethod
+    def encode_request(self, request: Request, *, stream: bool, api_key: str | None) -> EncodedRequest:
+        """The provider's exact request for `request`. Neutral tool messages are merged where the
+        provider wants them in one turn (Anthropic, Gemini)."""
+
+    @abstractmethod
+    def decode_response(self, data: Any) -> Response:
+        """A decoded success body as a `Response`; `ProviderError` if it is not the documented shape."""
+
+    @abstractmethod
+    def stream_decoder(self) -> StreamDecoder: ...
+
+    @abstractmethod
+    def decode_error(self, status: int, body: bytes) -> ProviderError:
+        """The provider's error body as a `ProviderError` with the message verbatim."""
+
+    # -- fake side -----------------------------------------------------------------------------
+
+    @abstractmethod
+    def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:
+        """Validate a request the way the real provider does and return it in the neutral model.
+
+        `body` is the raw request body (any bytes: decoding and checking it is this method's job).
+        `path_model` and `path_stream` come from the URL where the provider puts them there
+        (Gemini). Raise `WireError`
+        with the provider's exact status and text for the first violation, schema checks first, then
+        the ordering and pairing rules.
+        """
+
+    @abstractmethod
+    def call_id(self, seed: str) -> str:
+        """A deterministic call id in the provider's format (Gemini: a position-based placeholder)."""
+
+    @abstractmethod
+    def encode_response(self, turn: ModelTurn, conversation: Conversation) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+        """The turn as SSE frames, deterministically chunked; arguments split over many fragments."""
+
+    @abstractmethod
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        rule: Rule,
+        param: str | None = None,
+        code: str | None = None,
+        message_index: int | None = None,
+    ) -> WireError:
+        """A `WireError` in this provider's error envelope."""
+
+    stream_media_type: str = "text/event-stream"
+
+
+def split_fragments(text: str, size: int = 4) -> list[str]:
+    """Deterministic chunking for streamed text and arguments: many small fragments, like the
+    recorded streams, so that a loop that handles only one fragment per call is caught."""
+    if not text:
+        return []
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def tool_names(tools: Sequence[Tool]) -> list[str]:
+    return [tool.name for tool in tools]

@@ -1,0 +1,105 @@
+"""Server-sent events: encode frames and parse them incrementally.
+
+Providers frame SSE differently (OpenAI chat: `data:` only; Responses and Anthropic: `event:` +
+`data:`; Gemini: `data:` with CRLF separators). The parser accepts every line ending the spec allows,
+because the official SDKs do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["SSEEvent", "SSEParser", "dumps", "iter_sse", "sse_frame"]
+
+
+def dumps(data: Any) -> str:
+    """Compact JSON, the way the providers write it on the wire."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def sse_frame(data: str, *, event: str | None = None, newline: str = "\n") -> bytes:
+    head = f"event: {event}{newline}" if event is not None else ""
+    return f"{head}data: {data}{newline}{newline}".encode()
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    event: str | None
+    data: str
+
+
+class SSEParser:
+    """Feed bytes as they arrive; get back every event completed so far."""
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes | str) -> list[SSEEvent]:
+        text = chunk.decode("utf-8", errors="replace") if isinstance(chunk, bytes) else chunk
+        self._buffer += text
+        events: list[SSEEvent] = []
+        while True:
+            line, found = self._take_line()
+            if not found:
+                return events
+            event = self._process(line)
+            if event is not None:
+                events.append(event)
+
+    def close(self) -> tuple[list[SSEEvent], str]:
+        """End of input: the last event if it was complete but unterminated, and any leftover text."""
+        leftover = self._buffer
+        self._buffer = ""
+        events: list[SSEEvent] = []
+        if leftover:
+            event = self._process(leftover)
+            leftover = ""
+            if event is not None:
+                events.append(event)
+        if self._data:
+            events.append(SSEEvent(self._event, "\n".join(self._data)))
+            self._data, self._event = [], None
+        return events, leftover
+
+    def _take_line(self) -> tuple[str, bool]:
+        for index, char in enumerate(self._buffer):
+            if char == "\n":
+                line, self._buffer = self._buffer[:index], self._buffer[index + 1 :]
+                return line, True
+            if char == "\r":
+                if index + 1 == len(self._buffer):
+                    return "", False  # a CRLF may be split across chunks: wait for more
+                skip = 2 if self._buffer[index + 1] == "\n" else 1
+                line, self._buffer = self._buffer[:index], self._buffer[index + skip :]
+                return line, True
+        return "", False
+
+    def _process(self, line: str) -> SSEEvent | None:
+        if line == "":
+            if not self._data and self._event is None:
+                return None
+            event = SSEEvent(self._event, "\n".join(self._data))
+            self._data, self._event = [], None
+            return event
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        return None
+
+
+def iter_sse(chunks: Iterable[bytes | str]) -> Iterator[SSEEvent]:
+    """Every event in a complete byte stream (for tests and recordings)."""
+    parser = SSEParser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.close()[0]
