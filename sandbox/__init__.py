@@ -1,1 +1,55 @@
-"""skyl-sandbox: an offline, scripted fake LLM provider for learning and testing tool-calling loops."""
+"""skyl-sandbox: an offline, scripted fake LLM provider for learning and testing tool-calling loops.
+
+Learners import the client as `from sandbox import skyl`. Everything else is mounted from here:
+
+    sandbox.transport("single_call")      an httpx transport (sync and async)
+    sandbox.httpx2_transport(...)         its twin for the official SDKs, which use httpx2
+    sandbox.mock(...)                     intercept the providers' real hosts (respx + httpx2)
+    sandbox.SandboxApp(sandbox.Engine())  the ASGI app behind `sandbox serve`
+"""
+
+from __future__ import annotations
+
+from . import skyl
+from ._asgi import SandboxApp, serve
+from ._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
+from ._engine import DEFAULT_BUDGET, Engine, Exchange
+from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
+from ._mock import PROVIDER_HOSTS, SandboxMock, mock
+from ._scenario import Call, Scenario, Step, is_usable
+from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
+from .wire import PROVIDERS, Rule
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "PROVIDERS",
+    "PROVIDER_HOSTS",
+    "Call",
+    "Engine",
+    "Exchange",
+    "Httpx2Transport",
+    "Journal",
+    "ProviderError",
+    "Rule",
+    "SandboxApp",
+    "SandboxError",
+    "SandboxMock",
+    "SandboxTransport",
+    "Scenario",
+    "ScenarioError",
+    "Step",
+    "ToolLoopError",
+    "UsageError",
+    "catalogue",
+    "get_scenario",
+    "httpx2_transport",
+    "is_usable",
+    "load_scenario",
+    "load_scenarios",
+    "mock",
+    "serve",
+    "skyl",
+    "transport",
+]
+
+__version__ = "0.1.0"

@@ -73,6 +73,8 @@ class Rule(str, enum.Enum):
     """Sandbox only: the scenario already gave its final answer."""
     BUDGET = "budget"
     """Sandbox only: the conversation used up its request budget (a runaway loop)."""
+    MISSING_TOOL = "missing_tool"
+    """Sandbox only: the scenario calls a tool that the request does not declare."""
     UNKNOWN_SCENARIO = "unknown_scenario"
     NOT_FOUND = "not_found"
     """Unknown path or method."""

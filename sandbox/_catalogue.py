@@ -1,0 +1,63 @@
+"""The scenario catalogue: the TOML files shipped in `sandbox/scenarios/`, plus files an operator names.
+
+Scenarios load only from here or from paths given on purpose, never from a request.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+
+from ._exceptions import ScenarioError
+from ._scenario import Scenario
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+__all__ = ["catalogue", "get_scenario", "load_scenario", "load_scenarios"]
+
+CATALOGUE_DIR = Path(__file__).parent / "scenarios"
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read one scenario TOML file; errors name the file and what to fix."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ScenarioError(f"Cannot read scenario file {str(path)!r}: {exc.strerror or exc}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}.") from None
+    return Scenario.from_dict(data, source=str(path))
+
+
+def load_scenarios(paths: Iterable[str | Path]) -> dict[str, Scenario]:
+    """Scenarios from files and folders of `*.toml` files, by name; a duplicate name is an error."""
+    found: dict[str, Scenario] = {}
+    for entry in paths:
+        entry = Path(entry)
+        files = sorted(entry.glob("*.toml")) if entry.is_dir() else [entry]
+        for file in files:
+            scenario = load_scenario(file)
+            if scenario.name in found:
+                raise ScenarioError(f"Two scenarios are named {scenario.name!r}; the second is in {file}.")
+            found[scenario.name] = scenario
+    return found
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict[str, Scenario]:
+    """Every built-in scenario, by name."""
+    return load_scenarios([CATALOGUE_DIR])
+
+
+def get_scenario(name: str) -> Scenario:
+    try:
+        return catalogue()[name]
+    except KeyError:
+        known = "\n".join(f"- {known}" for known in sorted(catalogue()))
+        raise ScenarioError(f"No scenario named {name!r}. The catalogue has:\n{known}") from None

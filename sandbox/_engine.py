@@ -1,0 +1,252 @@
+"""The one engine behind every door: request bytes in, provider-exact response bytes out.
+
+    path -> wire format -> parse and validate (the provider's own rules)
+         -> scenario (pinned, or named by the model field) -> replay the history (ours?)
+         -> budget -> render the next turn -> response JSON or SSE frames
+
+Every failure is a provider-shaped error; nothing here raises to the door.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ._catalogue import catalogue
+from ._exceptions import ScenarioError, UsageError
+from ._replay import replay, render_turn
+from ._scenario import Scenario
+from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
+from .wire._sse import dumps
+
+__all__ = ["DEFAULT_BUDGET", "Engine", "Exchange"]
+
+DEFAULT_BUDGET = 50
+"""Model requests one conversation may make before the sandbox stops it as a runaway."""
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request and the sandbox's answer: what a door sends back, and what a journal keeps."""
+
+    method: str
+    path: str
+    status: int
+    headers: Mapping[str, str]
+    chunks: tuple[bytes, ...]
+    """The body: one chunk for JSON, one per SSE frame for a stream."""
+    request_body: bytes = field(repr=False)
+    provider: str | None = None
+    conversation: Conversation | None = field(default=None, repr=False)
+    scenario: str | None = None
+    step: int | None = None
+    turn: ModelTurn | None = field(default=None, repr=False)
+    error: WireError | None = None
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+    @property
+    def is_stream(self) -> bool:
+        return self.headers.get("content-type", "").startswith("text/event-stream")
+
+
+class _RepeatGuard:
+    """Counts identical requests, the one runaway the history cannot show: a loop that resends the
+    same request without appending anything. Counts reset after `window` seconds of quiet, so
+    re-running a test suite is never mistaken for a loop."""
+
+    def __init__(self, limit: int, window: float = 10.0, size: int = 10_000) -> None:
+        self.limit = limit
+        self.window = window
+        self._size = size
+        self._seen: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def count(self, key: str) -> int:
+        now = time.monotonic()
+        with self._lock:
+            seen, last = self._seen.pop(key, (0, now))
+            seen = seen + 1 if now - last <= self.window else 1
+            self._seen[key] = (seen, now)
+            if len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+            return seen
+
+
+class Engine:
+    """Answers requests for a scenario.
+
+    `scenario` pins one scenario (a `Scenario` or a catalogue name); without it the request's model
+    field names the scenario. `scenarios` adds scenarios to the catalogue by name.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | str | None = None,
+        *,
+        scenarios: Mapping[str, Scenario] | None = None,
+        budget: int = DEFAULT_BUDGET,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        if not isinstance(budget, int) or budget < 1:
+            raise UsageError(f"budget={budget!r}: use a whole number of requests, at least 1.")
+        self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
+        if isinstance(scenario, str):
+            if scenario not in self.scenarios:
+                known = ", ".join(sorted(self.scenarios))
+                raise ScenarioError(f"No scenario named {scenario!r}. Known: {known}.")
+            scenario = self.scenarios[scenario]
+        elif scenario is not None and not isinstance(scenario, Scenario):
+            raise UsageError(f"scenario= takes a Scenario or a scenario name, got {type(scenario).__name__}.")
+        self.pinned: Scenario | None = scenario
+        self.budget = budget
+        self.max_body_bytes = max_body_bytes
+        self._repeats = _RepeatGuard(budget)
+
+    def handle(self, method: str, path: str, body: bytes, *, client: str = "") -> Exchange:
+        """Answer one request. `path` excludes the query string; `client` keys the repeat guard."""
+        found = route(path)
+        wire = found.wire if found else _wire_for_unknown(path)
+        conversation: Conversation | None = None
+        try:
+            if found is None or method.upper() != "POST":
+                raise wire.error(404, f"Invalid URL ({method.upper()} {path})", rule=Rule.NOT_FOUND)
+            if len(body) > self.max_body_bytes:
+                raise self._too_large(wire, len(body))
+            conversation = wire.parse_request(body, path_model=found.model, path_stream=found.stream)
+            return self._answer(method, path, body, wire, conversation, client)
+        except WireError as error:
+            return _error_exchange(method, path, body, wire, error, conversation)
+        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+            error = wire.error(500, f"sandbox internal error: {type(exc).__name__}: {exc}", rule=Rule.MALFORMED)
+            return _error_exchange(method, path, body, wire, error, conversation)
+
+    def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
+        """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
+        found = route(path)
+        wire = found.wire if found else _wire_for_unknown(path)
+        return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None)
+
+    def _too_large(self, wire: WireFormat, size: int) -> WireError:
+        return wire.error(
+            413,
+            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} read); the sandbox "
+            "accepts at most that. Trim the conversation, or start the sandbox with a larger limit.",
+            rule=Rule.TOO_LARGE,
+        )
+
+    def _answer(
+        self, method: str, path: str, body: bytes, wire: WireFormat, conversation: Conversation, client: str
+    ) -> Exchange:
+        scenario = self.pinned or self._scenario_for(wire, conversation.model)
+        self._check_tools(wire, scenario, conversation)
+        position = replay(wire, scenario, conversation)
+        if position.step >= self.budget or self._repeats.count(_fingerprint(client, path, body)) > self.budget:
+            raise _budget_error(wire, scenario, self.budget, position.step)
+        turn = render_turn(wire, scenario, position, conversation, len(body))
+        if conversation.stream:
+            chunks = tuple(wire.encode_stream(turn, conversation))
+            headers = {"content-type": wire.stream_media_type}
+        else:
+            chunks = (dumps(wire.encode_response(turn, conversation)).encode(),)
+            headers = {"content-type": "application/json"}
+        return Exchange(
+            method=method,
+            path=path,
+            status=200,
+            headers=headers,
+            chunks=chunks,
+            request_body=body,
+            provider=wire.name,
+            conversation=conversation,
+            scenario=scenario.name,
+            step=position.step,
+            turn=turn,
+        )
+
+    def _scenario_for(self, wire: WireFormat, model: str) -> Scenario:
+        scenario = self.scenarios.get(model)
+        if scenario is not None:
+            return scenario
+        known = ", ".join(sorted(self.scenarios))
+        raise wire.error(
+            404,
+            f"{_model_not_found(wire.name, model)}\n\nsandbox: the model name picks the scenario. "
+            f"Known scenarios: {known}. Run `sandbox scenarios` to read them.",
+            rule=Rule.UNKNOWN_SCENARIO,
+            param="model",
+            code="model_not_found",
+        )
+
+    @staticmethod
+    def _check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> None:
+        declared = {tool.name for tool in conversation.tools}
+        needed = sorted({call.name for step in scenario.steps for call in step.calls} - declared)
+        if needed:
+            raise wire.error(
+                400,
+                f"sandbox: scenario {scenario.name!r} calls {', '.join(needed)}, but the request does not "
+                "declare those tools, so a real model could not call them. Send the scenario's tools "
+                "with every request: tools=scenario.tools.",
+                rule=Rule.MISSING_TOOL,
+                param="tools",
+                code="sandbox_missing_tool",
+            )
+
+
+def _fingerprint(client: str, path: str, body: bytes) -> str:
+    return hashlib.blake2b(client.encode() + b"\0" + path.encode() + b"\0" + body, digest_size=16).hexdigest()
+
+
+def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> WireError:
+    return wire.error(
+        400,
+        f"sandbox: this conversation has used its budget of {budget} model requests (scenario "
+        f"{scenario.name!r}, {step} model turns so far). A loop that never stops would bill you for "
+        "every round: bound the loop (about 5 rounds) and make its error name the calls it saw.",
+        rule=Rule.BUDGET,
+        code="sandbox_budget_exhausted",
+    )
+
+
+def _model_not_found(provider: str, model: str) -> str:
+    if provider == "anthropic":
+        return f"model: {model}"
+    if provider == "gemini":
+        return (
+            f"models/{model} is not found for API version v1beta, or is not supported for generateContent. "
+            "Call ListModels to see the list of available models and their supported methods."
+        )
+    return f"The model `{model}` does not exist or you do not have access to it."
+
+
+def _wire_for_unknown(path: str) -> WireFormat:
+    if path.startswith(("/v1beta/", "/v1alpha/", "/v1/models/")):
+        return get_wire_format("gemini")
+    if path.startswith("/v1/messages"):
+        return get_wire_format("anthropic")
+    return get_wire_format("openai")
+
+
+def _error_exchange(
+    method: str, path: str, body: bytes, wire: WireFormat, error: WireError, conversation: Conversation | None
+) -> Exchange:
+    headers = {"content-type": "application/json", **error.headers}
+    return Exchange(
+        method=method,
+        path=path,
+        status=error.status,
+        headers=headers,
+        chunks=(error.body,),
+        request_body=body,
+        provider=wire.name,
+        conversation=conversation,
+        error=error,
+    )

@@ -1,0 +1,191 @@
+"""Replay a request's history against the script: where are we, and was every echoed turn ours?
+
+The history is the only state. Ids derive from (scenario, step, index), so the script can recompute
+what it sent at every earlier step and compare the echoed turn with it. The wire format has already
+enforced the provider's own ordering rules; what is left here are the mistakes a real provider
+accepts but that leave the model confused (a turn rebuilt without its calls, a duplicated or edited
+turn), each answered with a `sandbox:` error that says what to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._scenario import Scenario, Step, is_usable, render_text
+from ._types import Message, StopReason, Text, ToolCall, ToolResult, Usage
+from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat
+
+__all__ = ["Position", "replay", "render_turn"]
+
+
+@dataclass
+class Position:
+    """Where the conversation stands: the next step to play and what the loop has sent back."""
+
+    step: int = 0
+    """How many model turns the history already holds."""
+    script_index: int = 0
+    results: list[str] = field(default_factory=list)
+    last: list[str] = field(default_factory=list)
+
+
+def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
+    return [
+        ToolCall(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
+        for index, call in enumerate(step.calls)
+    ]
+
+
+def render_turn(
+    wire: WireFormat, scenario: Scenario, position: Position, conversation: Conversation, body_size: int
+) -> ModelTurn:
+    step = scenario.steps[position.script_index]
+    calls = expected_calls(wire, scenario, step, position.step)
+    text = render_text(step.text, position.results, position.last) if step.text else ""
+    parts: list[Text | ToolCall] = [Text(text)] if text else []
+    parts.extend(calls)
+    stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
+    output_tokens = 1 + len(text) // 4 + sum(8 + len(str(call.arguments)) // 4 for call in calls)
+    return ModelTurn(
+        message=Message("assistant", parts),
+        stop_reason=stop,
+        seed=f"{scenario.name}/{position.step}",
+        raw_stop_reason=step.stop_reasons.get(wire.name),
+        usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
+    )
+
+
+def replay(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> Position:
+    """Walk the history; raise `WireError` (a `sandbox:` 400) for the first turn that is not ours."""
+    position = Position()
+    messages = conversation.messages
+    for index, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        if position.script_index >= len(scenario.steps):
+            raise _finished(wire, scenario, conversation, index)
+        step = scenario.steps[position.script_index]
+        expected = expected_calls(wire, scenario, step, position.step)
+        _compare(wire, scenario, conversation, index, position.step, message, expected)
+        results = _results_for(wire, conversation, index, expected)
+        position.last = results
+        position.results.extend(results)
+        position.step += 1
+        if not expected or not _repeats(step, messages, index, expected):
+            position.script_index += 1
+    if position.script_index >= len(scenario.steps):
+        raise _finished(wire, scenario, conversation, None)
+    return position
+
+
+def _repeats(step: Step, messages: list[Message], index: int, calls: list[ToolCall]) -> bool:
+    if step.repeat == "forever":
+        return True
+    if step.repeat == "once":
+        return False
+    answers = _answers_after(messages, index)
+    return any(
+        not is_usable(answers[call.id].content, is_error=answers[call.id].is_error)
+        for call in calls
+        if call.id in answers
+    )
+
+
+def _answers_after(messages: list[Message], index: int) -> dict[str, ToolResult]:
+    answers: dict[str, ToolResult] = {}
+    for message in messages[index + 1 :]:
+        if message.role == "assistant":
+            break
+        for result in message.tool_results():
+            answers.setdefault(result.call_id, result)
+    return answers
+
+
+def _results_for(
+    wire: WireFormat, conversation: Conversation, index: int, expected: list[ToolCall]
+) -> list[str]:
+    answers = _answers_after(conversation.messages, index)
+    echoed = conversation.messages[index].tool_calls()
+    results = []
+    for position, call in enumerate(expected):
+        echoed_id = echoed[position].id
+        if echoed_id not in answers:
+            raise wire.error(
+                400,
+                f"sandbox: the tool call {_describe(call)} in {conversation.paths[index]} has no result "
+                "before the next model turn. Append one tool result per call, right after the turn "
+                "that made them; a call with no result should get an error result, never silence.",
+                rule=Rule.MISSING_RESULT,
+                param=conversation.paths[index],
+                code="sandbox_missing_result",
+                message_index=index,
+            )
+        results.append(answers[echoed_id].content)
+    return results
+
+
+def _compare(
+    wire: WireFormat,
+    scenario: Scenario,
+    conversation: Conversation,
+    index: int,
+    step_number: int,
+    message: Message,
+    expected: list[ToolCall],
+) -> None:
+    echoed = message.tool_calls()
+    if _same_calls(wire, echoed, expected):
+        return
+    where = conversation.paths[index]
+    sent = ", ".join(_describe(call) for call in expected) or "no tool calls (its final answer)"
+    if expected and not echoed:
+        detail = (
+            "it has no tool calls. A real provider accepts this, but the model has lost its own calls "
+            "and the results that follow answer nothing. Append resp.message itself, never a "
+            "text-only reconstruction such as skyl.assistant_text(resp.text())."
+        )
+    else:
+        got = ", ".join(_describe(call) for call in echoed) or "no tool calls"
+        detail = (
+            f"it has {got}. Append each response's message exactly once, unchanged, in the order "
+            "the responses arrived."
+        )
+    raise wire.error(
+        400,
+        f"sandbox: {where} should be the model turn the sandbox sent at step {step_number} of scenario "
+        f"{scenario.name!r}, which made {sent}; {detail}",
+        rule=Rule.HISTORY_MISMATCH,
+        param=where,
+        code="sandbox_history_mismatch",
+        message_index=index,
+    )
+
+
+def _same_calls(wire: WireFormat, echoed: list[ToolCall], expected: list[ToolCall]) -> bool:
+    if len(echoed) != len(expected):
+        return False
+    for got, want in zip(echoed, expected):
+        if got.name != want.name or dict(got.arguments) != dict(want.arguments):
+            return False
+        if wire.has_call_ids and got.id != want.id:
+            return False
+    return True
+
+
+def _describe(call: ToolCall) -> str:
+    args = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
+    return f"{call.name}({args}) [id {call.id}]"
+
+
+def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, index: int | None) -> WireError:
+    return wire.error(
+        400,
+        f"sandbox: scenario {scenario.name!r} is over: the model already gave its final answer (a turn "
+        "with no tool calls), and this request asks for more. Stop the loop when "
+        "resp.tool_calls() is empty; the stop reason is not a reliable end signal.",
+        rule=Rule.SCRIPT_FINISHED,
+        param=conversation.paths[index] if index is not None else None,
+        code="sandbox_script_finished",
+        message_index=index,
+    )
+

@@ -1,0 +1,210 @@
+"""Scenarios: what the scripted model does, as data.
+
+A scenario names its tools and its steps. A step is one model turn: prose, tool calls, or both.
+Whether the script moves on after a step of calls depends on the results the loop sent back:
+
+- `repeat="once"`: move on whatever came back;
+- `repeat="until_usable"`: ask again (same calls, new ids) while any result is unusable (empty,
+  marked as an error, or text that reads as an error): the way real models react to tools that
+  return nothing useful;
+- `repeat="forever"`: ask again every time: a runaway loop.
+
+An answer's text may quote what the loop sent back: `{results}` is every result of the
+conversation so far, quoted and joined with "; "; `{last[0]}` is the first result of the last round.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._exceptions import ScenarioError
+from ._types import StopReason, Tool
+
+__all__ = ["Call", "Scenario", "Step", "is_usable"]
+
+Repeat = Literal["once", "until_usable", "forever"]
+_REPEATS = ("once", "until_usable", "forever")
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_ERROR_LOOKING = re.compile(r"^\s*(error|exception|traceback|failed|failure)\b", re.IGNORECASE)
+
+
+def is_usable(content: str, *, is_error: bool = False) -> bool:
+    """Would a model accept this tool result as an answer? Empty text and errors make it ask again."""
+    return not is_error and bool(content.strip()) and not _ERROR_LOOKING.match(content)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call the scripted model makes."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{key}={value!r}" for key, value in self.arguments.items())
+        return f"{self.name}({args})"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scripted model turn."""
+
+    text: str = ""
+    """Prose. In a step without calls this is the answer, and may quote results (module docstring)."""
+    calls: Sequence[Call] = ()
+    repeat: Repeat = "once"
+    stop: StopReason | None = None
+    """Overrides the neutral stop reason (default: TOOL_USE with calls, END_TURN without)."""
+    stop_reasons: Mapping[str, str] = field(default_factory=dict)
+    """Per provider, the raw stop value to send: `{"openai": "stop", "anthropic": "max_tokens"}`."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calls", tuple(self.calls))
+
+    @property
+    def is_answer(self) -> bool:
+        return not self.calls
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named script: the tools the model may call and the turns it takes."""
+
+    name: str
+    steps: Sequence[Step]
+    tools: Sequence[Tool] = ()
+    description: str = ""
+    prompt: str = ""
+    """The user message the scenario is written for (any user message is accepted)."""
+    tool_outputs: Mapping[str, str] = field(default_factory=dict)
+    """What a well-behaved tool returns, by call as written by `repr(Call)`: used by `sandbox replay`
+    and by graders that need a plausible `run`."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "tools", tuple(self.tools))
+        self._check()
+
+    def tool(self, name: str) -> Tool:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise ScenarioError(f"Scenario {self.name!r} has no tool named {name!r}.")
+
+    def _check(self) -> None:
+        where = f"Scenario {self.name!r}"
+        if not _NAME.match(self.name):
+            raise ScenarioError(f"{where}: name must match [a-zA-Z0-9_-]{{1,64}} (it is also the model name).")
+        if not self.steps:
+            raise ScenarioError(f"{where} has no steps: add at least one answer step.")
+        declared = {tool.name for tool in self.tools}
+        for index, step in enumerate(self.steps):
+            if step.repeat not in _REPEATS:
+                raise ScenarioError(f"{where}, step {index}: repeat={step.repeat!r}; use one of {_REPEATS}.")
+            if step.is_answer and step.repeat != "once":
+                raise ScenarioError(f"{where}, step {index}: only a step with calls can repeat.")
+            for call in step.calls:
+                if call.name not in declared:
+                    raise ScenarioError(
+                        f"{where}, step {index} calls {call.name!r}, which is not among its tools "
+                        f"{sorted(declared)}. Declare it under [[tools]]."
+                    )
+        last = self.steps[-1]
+        if not last.is_answer and last.repeat != "forever":
+            raise ScenarioError(
+                f"{where}: the last step must be an answer (no calls) or repeat forever, "
+                "so the script always knows what to say next."
+            )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "<dict>") -> Scenario:
+        """Build a scenario from the TOML layout (see the catalogue files for examples)."""
+        try:
+            return cls(
+                name=_str(data, "name", source),
+                description=str(data.get("description", "")).strip(),
+                prompt=str(data.get("prompt", "")),
+                tools=[_tool(raw, source) for raw in _list(data, "tools", source)],
+                steps=[_step(raw, index, source) for index, raw in enumerate(_list(data, "steps", source))],
+                tool_outputs=dict(data.get("tool_outputs", {})),
+            )
+        except ScenarioError:
+            raise
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ScenarioError(f"{source}: {exc}") from None
+
+
+def _str(data: Mapping[str, Any], key: str, source: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{source}: {key!r} must be a non-empty string, got {value!r}.")
+    return value
+
+
+def _list(data: Mapping[str, Any], key: str, source: str) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ScenarioError(f"{source}: {key!r} must be a list (use [[{key}]] tables), got {value!r}.")
+    return value
+
+
+def _tool(raw: Any, source: str) -> Tool:
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(f"{source}: each [[tools]] entry must be a table, got {raw!r}.")
+    parameters = raw.get("parameters", {"type": "object", "properties": {}})
+    if not isinstance(parameters, Mapping) or parameters.get("type") != "object":
+        raise ScenarioError(f"{source}: tool {raw.get('name')!r} parameters must be a JSON schema object.")
+    return Tool(_str(raw, "name", source), str(raw.get("description", "")), dict(parameters))
+
+
+def _step(raw: Any, index: int, source: str) -> Step:
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(f"{source}: [[steps]] entry {index} must be a table, got {raw!r}.")
+    unknown = set(raw) - {"text", "calls", "repeat", "stop", "stop_reasons"}
+    if unknown:
+        raise ScenarioError(f"{source}: step {index} has unknown keys {sorted(unknown)}.")
+    calls = []
+    for call in raw.get("calls", []):
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            raise ScenarioError(f"{source}: step {index}: each call needs a name, got {call!r}.")
+        calls.append(Call(call["name"], dict(call.get("arguments", {}))))
+    stop = raw.get("stop")
+    try:
+        stop_reason = StopReason(stop) if stop is not None else None
+    except ValueError:
+        choices = [reason.value for reason in StopReason]
+        raise ScenarioError(f"{source}: step {index}: stop={stop!r}; use one of {choices}.") from None
+    return Step(
+        text=str(raw.get("text", "")),
+        calls=calls,
+        repeat=raw.get("repeat", "once"),
+        stop=stop_reason,
+        stop_reasons=dict(raw.get("stop_reasons", {})),
+    )
+
+
+class _QuoteFormatter(string.Formatter):
+    """Fills an answer template; a placeholder that cannot be filled stays visible instead of crashing."""
+
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        try:
+            return super().get_field(field_name, args, kwargs)
+        except (KeyError, IndexError, AttributeError, TypeError):
+            return "{" + field_name + "}", field_name
+
+
+_FORMATTER = _QuoteFormatter()
+
+
+def render_text(template: str, results: Sequence[str], last: Sequence[str]) -> str:
+    if "{" not in template:
+        return template
+    quoted = "; ".join(f'"{result}"' for result in results)
+    try:
+        return _FORMATTER.format(template, results=quoted, last=list(last))
+    except (ValueError, IndexError):
+        return template
