@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import sandbox
+from sandbox import skyl
+
+PROVIDERS = sandbox.PROVIDERS
+
+
+@pytest.fixture(params=PROVIDERS)
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def scenario_request(name: str) -> skyl.Request:
+    scenario = sandbox.get_scenario(name)
+    return skyl.Request(model=name, messages=[skyl.user_text(scenario.prompt)], tools=list(scenario.tools))
+
+
+def scripted_run(name: str) -> Callable[[skyl.ToolCall], str]:
+    """A tool runner that answers from the scenario's own tool_outputs."""
+    outputs = sandbox.get_scenario(name).tool_outputs
+
+    def run(call: skyl.ToolCall) -> str:
+        return outputs[repr(sandbox.Call(call.name, dict(call.arguments)))]
+
+    return run
+
+
+def lesson_loop(
+    client: skyl.Client,
+    req: skyl.Request,
+    run: Callable[[skyl.ToolCall], str],
+    *,
+    rounds: int = 8,
+    stream: bool = False,
+) -> skyl.Response:
+    """The lesson's loop, bounded: the reference behaviour the sandbox must accept."""
+    for _ in range(rounds):
+        resp = skyl.collect_stream(client.stream(req)) if stream else client.complete(req)
+        calls = resp.tool_calls()
+        if not calls:
+            return resp
+        req.messages.append(resp.message)
+        for call in calls:
+            req.messages.append(skyl.tool_result_message(call.id, run(call)))
+    raise skyl.ToolLoopError(f"gave up after {rounds} rounds")

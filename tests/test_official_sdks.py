@@ -1,0 +1,175 @@
+"""The official SDKs, unmodified, against every door: in-process (httpx2), mock() and a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+import uvicorn
+
+import sandbox
+from tests.sdk_drivers import DRIVERS
+
+
+def _in_process_options(provider: str, transport: sandbox.Httpx2Transport) -> dict[str, Any]:
+    http_client = httpx2.Client(transport=transport)  # type: ignore[arg-type]
+    if provider == "gemini":
+        return {"httpx_client": http_client}
+    return {"http_client": http_client}
+
+
+def _server_options(provider: str, base: str) -> dict[str, Any]:
+    if provider.startswith("openai"):
+        return {"base_url": f"{base}/v1"}
+    return {"base_url": base}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """`sandbox serve`'s app under a real uvicorn on a free loopback port."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(sandbox.SandboxApp(sandbox.Engine()), log_level="warning", access_log=False)
+    instance = uvicorn.Server(config)
+    thread = threading.Thread(target=instance.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if instance.started:
+            break
+        threading.Event().wait(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    instance.should_exit = True
+    thread.join(5)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+@pytest.mark.parametrize("scenario", ["single_call", "parallel_calls"])
+def test_sdk_round_trip_in_process(provider: str, scenario: str, stream: bool) -> None:
+    transport = sandbox.httpx2_transport()
+    answer = DRIVERS[provider](scenario, stream=stream, **_in_process_options(provider, transport))
+    assert "18C, clear" in answer
+    assert all(exchange.status == 200 for exchange in transport.journal)
+    assert len(transport.journal) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_sdk_round_trip_through_mock_on_the_real_hosts(provider: str, stream: bool) -> None:
+    with sandbox.mock() as mounted:
+        answer = DRIVERS[provider]("parallel_calls", stream=stream)
+    assert "24C, humid" in answer and "21:30" in answer
+    assert [exchange.status for exchange in mounted.journal] == [200, 200]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_sdk_round_trip_over_http(provider: str, server: str, stream: bool) -> None:
+    answer = DRIVERS[provider]("multi_step", stream=stream, **_server_options(provider, server))
+    assert "confirmed, ref LB-2041" in answer
+
+
+def test_mock_works_as_a_decorator_and_unmounts_after() -> None:
+    import openai
+
+    @sandbox.mock("plain_text")
+    def ask() -> str:
+        client = openai.OpenAI(api_key="sk-test", max_retries=0)
+        reply = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
+        return reply.choices[0].message.content or ""
+
+    assert ask() == "Hello! No tools needed for that."
+    client = openai.OpenAI(api_key="sk-test", max_retries=0, base_url="http://127.0.0.1:9/v1", timeout=2)
+    with pytest.raises(openai.APIConnectionError):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
+
+
+def test_mock_serves_async_sdk_clients() -> None:
+    import anthropic
+    import openai
+
+    async def main() -> tuple[str, str]:
+        oa = openai.AsyncOpenAI(api_key="sk-test", max_retries=0)
+        chat = await oa.chat.completions.create(model="plain_text", messages=[{"role": "user", "content": "Hi"}])
+        an = anthropic.AsyncAnthropic(api_key="sk-ant", max_retries=0)
+        message = await an.messages.create(
+            model="plain_text", max_tokens=64, messages=[{"role": "user", "content": "Hi"}]
+        )
+        return chat.choices[0].message.content or "", message.content[0].text  # type: ignore[union-attr]
+
+    with sandbox.mock():
+        assert asyncio.run(main()) == ("Hello! No tools needed for that.",) * 2
+
+
+def test_openai_sdk_raises_its_own_400_with_the_verbatim_text(server: str) -> None:
+    import openai
+
+    client = openai.OpenAI(api_key="sk-test", max_retries=0, base_url=f"{server}/v1")
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="single_call",
+            messages=[
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": "Let me check the weather in Paris."},
+                {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
+            ],
+            tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        )
+    assert info.value.status_code == 400
+    assert info.value.message == (
+        "Error code: 400 - Invalid parameter: messages with role 'tool' must be a response to a "
+        "preceeding message with 'tool_calls'."
+    )
+    assert info.value.param == "messages.[2].role"
+    assert info.value.type == "invalid_request_error"
+
+
+def test_anthropic_sdk_raises_its_own_400_with_the_verbatim_text() -> None:
+    import anthropic
+
+    with sandbox.mock():
+        client = anthropic.Anthropic(api_key="sk-ant", max_retries=0)
+        with pytest.raises(anthropic.BadRequestError) as info:
+            client.messages.create(
+                model="parallel_calls",
+                max_tokens=64,
+                tools=[{"name": "get_weather", "input_schema": {"type": "object"}}, {"name": "get_time", "input_schema": {"type": "object"}}],
+                messages=[
+                    {"role": "user", "content": "Weather?"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}}]},
+                    {"role": "user", "content": "never mind"},
+                ],
+            )
+    assert info.value.status_code == 400
+    assert info.value.body["error"]["message"] == (  # type: ignore[index]
+        "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01. "
+        "Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+    )
+
+
+def test_gemini_sdk_raises_its_own_400_with_the_verbatim_text() -> None:
+    from google import genai
+    from google.genai import errors, types
+
+    with sandbox.mock():
+        client = genai.Client(api_key="test-key")
+        with pytest.raises(errors.ClientError) as info:
+            client.models.generate_content(
+                model="single_call",
+                contents=[
+                    types.Content(role="user", parts=[types.Part(text="Weather?")]),
+                    types.Content(
+                        role="user",
+                        parts=[types.Part.from_function_response(name="get_weather", response={"result": "18C"})],
+                    ),
+                ],
+                config=types.GenerateContentConfig(
+                    tools=[types.Tool(function_declarations=[types.FunctionDeclaration(name="get_weather")])]
+                ),
+            )
+    assert info.value.code == 400
+    assert info.value.message == (
+        "Please ensure that function response turn comes immediately after a function call turn."
+    )
