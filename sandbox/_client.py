@@ -55,8 +55,7 @@ class _Base:
             data = json.loads(content)
         except ValueError:
             raise ProviderError(
-                f"{self.provider} sent a {response.status_code} response whose body is not JSON: "
-                f"{content[:200]!r}",
+                f"{self.provider} sent a {response.status_code} response whose body is not JSON: {content[:200]!r}",
                 status=response.status_code,
                 provider=self.provider,
                 body=content.decode("utf-8", errors="replace"),

@@ -110,4 +110,3 @@ async def acollect_stream(stream: AsyncIterable[StreamEvent]) -> Response:
     async for event in stream:
         collector.feed(event)
     return collector.response()
-

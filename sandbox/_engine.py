@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
-from ._replay import replay, render_turn
+from ._replay import render_turn, replay
 from ._scenario import Scenario
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
 from .wire._sse import dumps
@@ -125,8 +125,8 @@ class Engine:
         except WireError as error:
             return _error_exchange(method, path, body, wire, error, conversation)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
-            error = wire.error(500, f"sandbox internal error: {type(exc).__name__}: {exc}", rule=Rule.MALFORMED)
-            return _error_exchange(method, path, body, wire, error, conversation)
+            internal = wire.error(500, f"sandbox internal error: {type(exc).__name__}: {exc}", rule=Rule.MALFORMED)
+            return _error_exchange(method, path, body, wire, internal, conversation)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""

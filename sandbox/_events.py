@@ -8,7 +8,7 @@ fragments of different calls are never confused.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from ._types import StopReason, Usage
 
@@ -61,4 +61,4 @@ class MessageEnd:
     kind: Literal["message_end"] = field(default="message_end", repr=False)
 
 
-StreamEvent = Union[TextDelta, ToolCallStart, ToolCallDelta, ToolCallEnd, MessageEnd]
+StreamEvent = TextDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | MessageEnd

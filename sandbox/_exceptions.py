@@ -1,10 +1,10 @@
 """Every error the sandbox raises.
 
-    SandboxError
-    ├── ProviderError       the provider (real or fake) answered 4xx/5xx, or sent output we cannot read
-    ├── ToolLoopError       a tool loop gave up (suggested for learners' bounded loops)
-    └── UsageError          the caller used the sandbox wrongly (bad scenario, bad argument)
-        └── ScenarioError   a scenario file or builder is invalid
+SandboxError
+├── ProviderError       the provider (real or fake) answered 4xx/5xx, or sent output we cannot read
+├── ToolLoopError       a tool loop gave up (suggested for learners' bounded loops)
+└── UsageError          the caller used the sandbox wrongly (bad scenario, bad argument)
+    └── ScenarioError   a scenario file or builder is invalid
 """
 
 from __future__ import annotations

@@ -101,9 +101,7 @@ def _answers_after(messages: list[Message], index: int) -> dict[str, ToolResult]
     return answers
 
 
-def _results_for(
-    wire: WireFormat, conversation: Conversation, index: int, expected: list[ToolCall]
-) -> list[str]:
+def _results_for(wire: WireFormat, conversation: Conversation, index: int, expected: list[ToolCall]) -> list[str]:
     answers = _answers_after(conversation.messages, index)
     echoed = conversation.messages[index].tool_calls()
     results = []
@@ -147,8 +145,7 @@ def _compare(
     else:
         got = ", ".join(_describe(call) for call in echoed) or "no tool calls"
         detail = (
-            f"it has {got}. Append each response's message exactly once, unchanged, in the order "
-            "the responses arrived."
+            f"it has {got}. Append each response's message exactly once, unchanged, in the order the responses arrived."
         )
     raise wire.error(
         400,
@@ -164,7 +161,7 @@ def _compare(
 def _same_calls(wire: WireFormat, echoed: list[ToolCall], expected: list[ToolCall]) -> bool:
     if len(echoed) != len(expected):
         return False
-    for got, want in zip(echoed, expected):
+    for got, want in zip(echoed, expected, strict=True):
         if got.name != want.name or dict(got.arguments) != dict(want.arguments):
             return False
         if wire.has_call_ids and got.id != want.id:
@@ -188,4 +185,3 @@ def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, 
         code="sandbox_script_finished",
         message_index=index,
     )
-

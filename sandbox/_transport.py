@@ -88,11 +88,13 @@ class SandboxTransport(_Door, httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         exchange = self._exchange(request.method, request.url.path, request.read())
-        return _to_response(httpx, _HTTPX_STREAM, exchange, request)
+        response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
+        return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         exchange = self._exchange(request.method, request.url.path, await request.aread())
-        return _to_response(httpx, _HTTPX_STREAM, exchange, request)
+        response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
+        return response
 
 
 def _to_response(module: Any, stream_class: type, exchange: Exchange, request: Any) -> Any:

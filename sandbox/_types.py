@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 __all__ = [
     "Message",
@@ -79,7 +79,7 @@ class ToolResult:
     kind: Literal["tool_result"] = field(default="tool_result", repr=False)
 
 
-Part = Union[Text, ToolCall, ToolResult]
+Part = Text | ToolCall | ToolResult
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
-ToolChoice = Union[Literal["auto", "none", "required"], str]
+ToolChoice = Literal["auto", "none", "required"] | str
 """`"auto"`, `"none"`, `"required"` (any tool), or a tool's name to force that tool."""
 
 

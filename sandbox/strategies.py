@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 integers = st.integers
+_UP_TO_EIGHT = st.integers(0, 8)
 _ID_CHARS = string.ascii_letters + string.digits + "_-"
 
 
@@ -64,7 +65,8 @@ _scalars = (
 def arguments() -> st.SearchStrategy[dict[str, Any]]:
     """JSON objects as a model would send them."""
     values = st.recursive(
-        _scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+        _scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
         max_leaves=6,
     )
     return st.dictionaries(st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=12), values, max_size=4)
@@ -83,12 +85,14 @@ def tool_calls(draw: st.DrawFn, *, min_size: int = 1, max_size: int = 8) -> list
 
 @st.composite
 def responses(
-    draw: st.DrawFn, *, calls: st.SearchStrategy[int] = st.integers(0, 8), with_text: bool | None = None
+    draw: st.DrawFn, *, calls: st.SearchStrategy[int] = _UP_TO_EIGHT, with_text: bool | None = None
 ) -> Response:
     """A model turn with N calls (and maybe prose), as `Client.complete` returns it."""
     count = draw(calls)
     turn_calls = draw(tool_calls(min_size=count, max_size=count)) if count else []
-    text = draw(st.text(min_size=1, max_size=40)) if (with_text if with_text is not None else draw(st.booleans())) else ""
+    text = (
+        draw(st.text(min_size=1, max_size=40)) if (with_text if with_text is not None else draw(st.booleans())) else ""
+    )
     parts: list[Text | ToolCall] = ([Text(text)] if text else []) + turn_calls
     stop = StopReason.TOOL_USE if turn_calls else StopReason.END_TURN
     return Response(Message("assistant", parts), stop, Usage(10, 5), model="hypothesis")
@@ -121,7 +125,9 @@ def scenarios(draw: st.DrawFn, *, max_steps: int = 5, max_calls: int = 4) -> Sce
     names = draw(st.lists(tool_names(), min_size=1, max_size=4, unique=True))
     steps = [
         Step(
-            calls=[Call(draw(st.sampled_from(names)), draw(arguments())) for _ in range(draw(st.integers(1, max_calls)))],
+            calls=[
+                Call(draw(st.sampled_from(names)), draw(arguments())) for _ in range(draw(st.integers(1, max_calls)))
+            ],
             repeat=draw(st.sampled_from(["once", "until_usable"])),
         )
         for _ in range(draw(st.integers(0, max_steps - 1)))

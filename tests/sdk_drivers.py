@@ -35,7 +35,9 @@ def openai_chat(scenario_name: str, *, stream: bool = False, **options: Any) -> 
                     pass
                 message = events.get_final_completion().choices[0].message
         else:
-            message = client.chat.completions.create(model=scenario.name, messages=messages, tools=tools).choices[0].message
+            message = (
+                client.chat.completions.create(model=scenario.name, messages=messages, tools=tools).choices[0].message
+            )
         if not message.tool_calls:
             return message.content or ""
         messages.append(message.model_dump(exclude_none=True))

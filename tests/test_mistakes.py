@@ -128,7 +128,8 @@ EXPECTED: dict[tuple[str, str], tuple[set[Rule], str]] = {
     ("duplicate_result", "openai"): ({Rule.DUPLICATE_RESULT}, "Invalid parameter: Duplicate value for 'tool_call_id'"),
     ("unknown_call_id", "openai"): (
         {Rule.UNKNOWN_CALL_ID},
-        "Invalid parameter: 'tool_call_id' of 'call_made_up_by_the_loop' not found in 'tool_calls' of previous message.",
+        "Invalid parameter: 'tool_call_id' of 'call_made_up_by_the_loop' not found in 'tool_calls' of previous "
+        "message.",
     ),
     ("unknown_call_id", "openai-responses"): (
         {Rule.UNKNOWN_CALL_ID, Rule.RESULT_WITHOUT_TURN, Rule.MISSING_RESULT},
@@ -144,8 +145,7 @@ EXPECTED: dict[tuple[str, str], tuple[set[Rule], str]] = {
     ),
     ("turn_appended_twice", "gemini"): (
         {Rule.RESULT_WITHOUT_TURN, Rule.HISTORY_MISMATCH, Rule.MISSING_RESULT},
-        "Please ensure that function call turn comes immediately after a user turn or after a function "
-        "response turn.",
+        "Please ensure that function call turn comes immediately after a user turn or after a function response turn.",
     ),
 }
 

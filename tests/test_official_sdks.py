@@ -135,10 +135,16 @@ def test_anthropic_sdk_raises_its_own_400_with_the_verbatim_text() -> None:
             client.messages.create(
                 model="parallel_calls",
                 max_tokens=64,
-                tools=[{"name": "get_weather", "input_schema": {"type": "object"}}, {"name": "get_time", "input_schema": {"type": "object"}}],
+                tools=[
+                    {"name": "get_weather", "input_schema": {"type": "object"}},
+                    {"name": "get_time", "input_schema": {"type": "object"}},
+                ],
                 messages=[
                     {"role": "user", "content": "Weather?"},
-                    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}}]},
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}}],
+                    },
                     {"role": "user", "content": "never mind"},
                 ],
             )

@@ -47,7 +47,9 @@ def get_wire_format(provider: str) -> WireFormat:
         known = ", ".join(repr(name) for name in PROVIDERS)
         raise UsageError(f"Unknown provider={provider!r}. Use one of: {known}.")
     module = importlib.import_module(f"{__name__}.{_MODULES[provider]}")
-    wire = _loaded[provider] = module.WIRE
+    wire = module.WIRE
+    assert isinstance(wire, WireFormat)
+    _loaded[provider] = wire
     return wire
 
 
