@@ -100,14 +100,23 @@ def responses(
 
 @st.composite
 def conversations(draw: st.DrawFn, *, max_rounds: int = 3, max_calls: int = 8) -> list[Message]:
-    """A valid tool-loop history: a question, then rounds of one assistant turn and one result per call."""
+    """A valid tool-loop history: a question, then rounds of one assistant turn and one result per call.
+
+    Call ids are unique across the whole conversation, as providers require.
+    """
     messages = [Message("user", [Text(draw(result_texts()))])]
+    used: set[str] = set()
     for _ in range(draw(st.integers(0, max_rounds))):
-        resp = draw(responses(calls=st.integers(1, max_calls)))
+        resp = draw(responses(calls=st.integers(1, max_calls)).filter(lambda r: used.isdisjoint(_ids(r))))
+        used.update(_ids(resp))
         messages.append(resp.message)
         for call in resp.tool_calls():
             messages.append(Message("tool", [ToolResult(call.id, draw(result_texts()), draw(st.booleans()))]))
     return messages
+
+
+def _ids(resp: Response) -> set[str]:
+    return {call.id for call in resp.tool_calls()}
 
 
 @st.composite

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -43,10 +44,7 @@ WEATHER = Tool(
     {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
 WEATHER_WIRE = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
-C1 = (
-    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
-    "'tool_calls'."
-)
+C1 = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
 C2 = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
     "'tool_call_id'. The following tool_call_ids did not have response messages: "
@@ -71,7 +69,8 @@ def answer(call_id: str, content: str = "18C") -> dict[str, Any]:
 USER = {"role": "user", "content": "Weather in Paris?"}
 
 
-def body(messages: list[Any], **extra: Any) -> bytes:
+def body(messages: Any, **extra: Any) -> bytes:
+    """A request body; `...` leaves a field out."""
     fields: dict[str, Any] = {"model": "gpt-4o-mini", "messages": messages, "tools": [WEATHER_WIRE]}
     fields.update(extra)
     return json.dumps({k: v for k, v in fields.items() if v is not ...}).encode()
@@ -118,8 +117,10 @@ def decode_stream(chunks: Iterable[bytes]) -> list[StreamEvent]:
 def rebuild(events: list[StreamEvent]) -> tuple[str, list[ToolCall], MessageEnd]:
     """What a learner's loop does with the events: text, then each call's joined arguments."""
     starts = {e.index: e for e in events if isinstance(e, ToolCallStart)}
-    fragments = {index: "".join(e.arguments for e in events if isinstance(e, ToolCallDelta) and e.index == index)
-                 for index in starts}
+    fragments = {
+        index: "".join(e.arguments for e in events if isinstance(e, ToolCallDelta) and e.index == index)
+        for index in starts
+    }
     assert sorted(e.index for e in events if isinstance(e, ToolCallEnd)) == sorted(starts)
     calls = [ToolCall(s.id, s.name, json.loads(fragments[i])) for i, s in sorted(starts.items())]
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
@@ -163,14 +164,29 @@ def test_encode_request_matches_the_documented_round_trip_shape() -> None:
         "messages": [
             {"role": "system", "content": "You are terse."},
             {"role": "user", "content": "What's the weather in Paris?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_Y6qJ7ofLgOrBnMD5WbVAeiRV",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": "call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "content": "18C, clear"},
         ],
-        "tools": [{"type": "function", "function": {
-            "name": "get_weather", "description": "Current weather for a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Current weather for a city",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                },
+            }
+        ],
         "max_completion_tokens": 200,
     }
 
@@ -195,18 +211,25 @@ def test_encode_request_stream_asks_for_usage_and_options_pass_through() -> None
     encoded = WIRE.encode_request(request, stream=True, api_key=None)
     assert encoded.headers == {}
     assert {k: encoded.json[k] for k in ("stream", "stream_options", "temperature", "stop")} == {
-        "stream": True, "stream_options": {"include_usage": True}, "temperature": 0.2, "stop": ["END"]}
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.2,
+        "stop": ["END"],
+    }
     assert "tools" not in encoded.json and "tool_choice" not in encoded.json
 
 
 def test_encode_request_keeps_text_beside_calls_and_sends_error_results_verbatim() -> None:
     """Chat Completions has no error flag on a tool message: the content says it, unchanged."""
-    request = Request(model="m", messages=[
-        user_text("hi"),
-        Message("assistant", [Text("Checking."), ToolCall("call_1", "get_weather", {"city": "Paris"})]),
-        tool_result_message("call_1", "ERROR: timeout", is_error=True),
-        assistant_text(""),
-    ])
+    request = Request(
+        model="m",
+        messages=[
+            user_text("hi"),
+            Message("assistant", [Text("Checking."), ToolCall("call_1", "get_weather", {"city": "Paris"})]),
+            tool_result_message("call_1", "ERROR: timeout", is_error=True),
+            assistant_text(""),
+        ],
+    )
     wire = WIRE.encode_request(request, stream=False, api_key=None).json["messages"]
     assert wire[1]["content"] == "Checking." and len(wire[1]["tool_calls"]) == 1
     assert wire[2] == {"role": "tool", "tool_call_id": "call_1", "content": "ERROR: timeout"}
@@ -230,14 +253,38 @@ def test_encode_request_misplaced_part_has_clear_error(message: Message, match: 
 # -- client side: decode_response --------------------------------------------------------------------
 
 RECORDED_BODY = {  # wire-openai.md 2.3, exact recorded body
-    "id": "chatcmpl-ABfvx6Z4dchiW2nya1N8KMsHFrQRE", "object": "chat.completion", "created": 1727346165,
+    "id": "chatcmpl-ABfvx6Z4dchiW2nya1N8KMsHFrQRE",
+    "object": "chat.completion",
+    "created": 1727346165,
     "model": "gpt-4o-2024-08-06",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "type": "function", "function": {
-            "name": "GetWeatherArgs", "arguments": "{\"city\":\"Edinburgh\",\"country\":\"UK\",\"units\":\"c\"}"}}],
-        "refusal": None}, "logprobs": None, "finish_reason": "tool_calls"}],
-    "usage": {"prompt_tokens": 76, "completion_tokens": 24, "total_tokens": 100,
-              "completion_tokens_details": {"reasoning_tokens": 0}},
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_Y6qJ7ofLgOrBnMD5WbVAeiRV",
+                        "type": "function",
+                        "function": {
+                            "name": "GetWeatherArgs",
+                            "arguments": '{"city":"Edinburgh","country":"UK","units":"c"}',
+                        },
+                    }
+                ],
+                "refusal": None,
+            },
+            "logprobs": None,
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {
+        "prompt_tokens": 76,
+        "completion_tokens": 24,
+        "total_tokens": 100,
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    },
     "system_fingerprint": "fp_e45dabd248",
 }
 
@@ -245,8 +292,10 @@ RECORDED_BODY = {  # wire-openai.md 2.3, exact recorded body
 def test_decode_response_reads_the_recorded_tool_call_body() -> None:
     response = WIRE.decode_response(RECORDED_BODY)
     assert response.tool_calls() == [
-        ToolCall("call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "GetWeatherArgs",
-                 {"city": "Edinburgh", "country": "UK", "units": "c"})]
+        ToolCall(
+            "call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "GetWeatherArgs", {"city": "Edinburgh", "country": "UK", "units": "c"}
+        )
+    ]
     assert response.message.role == "assistant" and response.text() == ""
     assert response.stop_reason is StopReason.TOOL_USE
     assert response.usage == Usage(76, 24)
@@ -256,8 +305,10 @@ def test_decode_response_reads_the_recorded_tool_call_body() -> None:
 
 def test_decode_response_reads_a_text_reply() -> None:
     data = json.loads(json.dumps(RECORDED_BODY))
-    data["choices"][0].update(finish_reason="stop", message={
-        "role": "assistant", "content": "It's 18°C and clear.", "refusal": None, "annotations": []})
+    data["choices"][0].update(
+        finish_reason="stop",
+        message={"role": "assistant", "content": "It's 18°C and clear.", "refusal": None, "annotations": []},
+    )
     response = WIRE.decode_response(data)
     assert response.message == Message("assistant", [Text("It's 18°C and clear.")])
     assert response.stop_reason is StopReason.END_TURN and response.tool_calls() == []
@@ -300,14 +351,25 @@ def _broken(path: str, value: Any) -> dict[str, Any]:
         (_broken("choices.0.message", None), r"choices\[0\]\.message must be a JSON object"),
         (_broken("choices.0.message.content", 7), r"content must be a string or null, got 7"),
         (_broken("choices.0.message.tool_calls", {}), r"'tool_calls' must be a list or null"),
-        (_broken("choices.0.message.tool_calls.0.function.arguments", '{"city":'),
-         r"arguments of tool call call_Y6qJ7ofLgOrBnMD5WbVAeiRV \(GetWeatherArgs\) are not valid JSON"),
+        (
+            _broken("choices.0.message.tool_calls.0.function.arguments", '{"city":'),
+            r"arguments of tool call call_Y6qJ7ofLgOrBnMD5WbVAeiRV \(GetWeatherArgs\) are not valid JSON",
+        ),
         (_broken("choices.0.message.tool_calls.0.function.arguments", "[1]"), r"must be a JSON object"),
         (_broken("choices.0.message.tool_calls.0.id", None), r"needs string 'id'"),
         (_broken("usage", {"prompt_tokens": "76"}), r"usage token counts must be integers"),
     ],
-    ids=["not-object", "no-choices", "no-message", "bad-content", "bad-tool-calls", "bad-json",
-         "non-object-arguments", "no-id", "bad-usage"],
+    ids=[
+        "not-object",
+        "no-choices",
+        "no-message",
+        "bad-content",
+        "bad-tool-calls",
+        "bad-json",
+        "non-object-arguments",
+        "no-id",
+        "bad-usage",
+    ],
 )
 def test_decode_response_malformed_body_has_clear_error(data: Any, match: str) -> None:
     with pytest.raises(ProviderError, match=match) as caught:
@@ -318,7 +380,11 @@ def test_decode_response_malformed_body_has_clear_error(data: Any, match: str) -
 def test_decode_error_keeps_the_message_verbatim() -> None:
     error = WIRE.decode_error(400, WIRE.error(400, C1, rule=Rule.RESULT_WITHOUT_TURN).body)
     assert (error.message, error.status, error.error_type, error.provider) == (
-        C1, 400, "invalid_request_error", "openai")
+        C1,
+        400,
+        "invalid_request_error",
+        "openai",
+    )
     assert str(error) == f"openai 400 invalid_request_error: {C1}"
 
 
@@ -334,11 +400,15 @@ def test_stream_decoder_reads_the_recorded_single_call_stream() -> None:
     events = decode_stream([(RECORDINGS / "openai-chat-tool-stream.sse").read_bytes()])
     text, calls, end = rebuild(events)
     assert text == ""
-    assert calls == [ToolCall("call_c91SqDXlYFuETYv8mUHzz6pp", "GetWeatherArgs",
-                              {"city": "Edinburgh", "country": "UK", "units": "c"})]
-    assert sum(isinstance(e, ToolCallDelta) for e in events) == 15  # the provider's fragments, unmerged
-    assert end == MessageEnd(StopReason.TOOL_USE, Usage(76, 24), "gpt-4o-2024-08-06",
-                             "chatcmpl-ABfw8AOXnoa2kzy11vVTSjuQhHCQr")
+    assert calls == [
+        ToolCall(
+            "call_c91SqDXlYFuETYv8mUHzz6pp", "GetWeatherArgs", {"city": "Edinburgh", "country": "UK", "units": "c"}
+        )
+    ]
+    assert sum(isinstance(e, ToolCallDelta) for e in events) == 14  # every non-empty fragment, unmerged
+    assert end == MessageEnd(
+        StopReason.TOOL_USE, Usage(76, 24), "gpt-4o-2024-08-06", "chatcmpl-ABfw8AOXnoa2kzy11vVTSjuQhHCQr"
+    )
 
 
 def test_stream_decoder_reads_the_recorded_parallel_stream() -> None:
@@ -365,16 +435,24 @@ def test_stream_decoder_survives_any_byte_boundary() -> None:
 def test_stream_decoder_reads_a_text_reply() -> None:
     head = '"id":"chatcmpl-x","object":"chat.completion.chunk","created":1,"model":"gpt-4o"'
     deltas = ['{"role":"assistant","content":"","refusal":null}', '{"content":"I\'m"}', '{"content":" fine"}', "{}"]
-    lines = [f'data: {{{head},"choices":[{{"index":0,"delta":{d},"logprobs":null,"finish_reason":'
-             f'{json.dumps("stop" if d == "{}" else None)}}}]}}\n\n' for d in deltas]
+    lines = [
+        f'data: {{{head},"choices":[{{"index":0,"delta":{d},"logprobs":null,"finish_reason":'
+        f"{json.dumps('stop' if d == '{}' else None)}}}]}}\n\n"
+        for d in deltas
+    ]
     events = decode_stream([("".join(lines) + "data: [DONE]\n\n").encode()])
-    assert events == [TextDelta("I'm"), TextDelta(" fine"), MessageEnd(StopReason.END_TURN, Usage(), "gpt-4o",
-                                                                        "chatcmpl-x")]
+    assert events == [
+        TextDelta("I'm"),
+        TextDelta(" fine"),
+        MessageEnd(StopReason.END_TURN, Usage(), "gpt-4o", "chatcmpl-x"),
+    ]
 
 
 def _chunk(delta: str, finish: str | None = None) -> str:
-    return (f'data: {{"id":"c","model":"m","choices":[{{"index":0,"delta":{delta},'
-            f'"finish_reason":{json.dumps(finish)}}}]}}\n\n')
+    return (
+        f'data: {{"id":"c","model":"m","choices":[{{"index":0,"delta":{delta},'
+        f'"finish_reason":{json.dumps(finish)}}}]}}\n\n'
+    )
 
 
 @pytest.mark.parametrize(
@@ -383,14 +461,20 @@ def _chunk(delta: str, finish: str | None = None) -> str:
         (_chunk('{"content":"hi"}'), r"stream ended before 'data: \[DONE\]'"),
         (_chunk('{"content":"hi"}') + "data: [DONE]\n\n", r"\[DONE\]' before any chunk with a finish_reason"),
         ("data: {not json\n\n", r"a stream chunk is not JSON"),
-        (_chunk('{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}'),
-         r"tool call 0 started without a string 'id'"),
-        (_chunk('{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{\\"a\\""}}]}',
-                "tool_calls"), r"arguments of tool call call_1 \(streamed call 0\) are not valid JSON"),
+        (
+            _chunk('{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}'),
+            r"tool call 0 started without a string 'id'",
+        ),
+        (
+            _chunk(
+                '{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{\\"a\\""}}]}',
+                "tool_calls",
+            ),
+            r"arguments of tool call call_1 \(streamed call 0\) are not valid JSON",
+        ),
         ('data: {"id":"c","choices":{}}\n\n', r"needs a 'choices' list"),
     ],
-    ids=["truncated", "done-without-finish", "not-json", "fragment-before-start", "bad-arguments",
-         "bad-choices"],
+    ids=["truncated", "done-without-finish", "not-json", "fragment-before-start", "bad-arguments", "bad-choices"],
 )
 def test_stream_decoder_malformed_stream_has_clear_error(stream: str, match: str) -> None:
     with pytest.raises(ProviderError, match=match) as caught:
@@ -411,30 +495,66 @@ ORDERING_CASES = [
     # (messages, message, param, rule, index)
     ([answer("call_1"), USER], C1, "messages.[0].role", Rule.RESULT_WITHOUT_TURN, 0),
     ([USER, answer("call_1")], C1, "messages.[1].role", Rule.RESULT_WITHOUT_TURN, 1),
-    ([USER, {"role": "assistant", "content": "Checking."}, answer("call_1")], C1, "messages.[2].role",
-     Rule.RESULT_WITHOUT_TURN, 2),
+    (
+        [USER, {"role": "assistant", "content": "Checking."}, answer("call_1")],
+        C1,
+        "messages.[2].role",
+        Rule.RESULT_WITHOUT_TURN,
+        2,
+    ),
     ([USER, asks("call_1")], C2 + "call_1", "messages.[1].role", Rule.MISSING_RESULT, 1),
-    ([USER, asks("call_1", "call_2", "call_3"), answer("call_2"), USER], C2 + "call_1, call_3",
-     "messages.[1].role", Rule.MISSING_RESULT, 1),
-    ([USER, asks("call_1"), asks("call_2"), answer("call_2")], C2 + "call_1", "messages.[1].role",
-     Rule.MISSING_RESULT, 1),
-    ([USER, asks("call_1"), {"role": "tool", "content": "18C"}],
-     "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.",
-     "messages.[2].tool_call_id", Rule.MALFORMED, None),
-    ([USER, asks("call_1"), answer("call_9")],
-     "Invalid parameter: 'tool_call_id' of 'call_9' not found in 'tool_calls' of previous message.",
-     "messages.[2].tool_call_id", Rule.UNKNOWN_CALL_ID, 2),
-    ([USER, asks("call_1", "call_2"), answer("call_1"), answer("call_1")],
-     "Invalid parameter: Duplicate value for 'tool_call_id' of 'call_1', in messages[2] and messages[3].",
-     "messages.[3].tool_call_id", Rule.DUPLICATE_RESULT, 3),
+    (
+        [USER, asks("call_1", "call_2", "call_3"), answer("call_2"), USER],
+        C2 + "call_1, call_3",
+        "messages.[1].role",
+        Rule.MISSING_RESULT,
+        1,
+    ),
+    (
+        [USER, asks("call_1"), asks("call_2"), answer("call_2")],
+        C2 + "call_1",
+        "messages.[1].role",
+        Rule.MISSING_RESULT,
+        1,
+    ),
+    (
+        [USER, asks("call_1"), {"role": "tool", "content": "18C"}],
+        "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.",
+        "messages.[2].tool_call_id",
+        Rule.MALFORMED,
+        2,
+    ),
+    (
+        [USER, asks("call_1"), answer("call_9")],
+        "Invalid parameter: 'tool_call_id' of 'call_9' not found in 'tool_calls' of previous message.",
+        "messages.[2].tool_call_id",
+        Rule.UNKNOWN_CALL_ID,
+        2,
+    ),
+    (
+        [USER, asks("call_1", "call_2"), answer("call_1"), answer("call_1")],
+        "Invalid parameter: Duplicate value for 'tool_call_id' of 'call_1', in messages[2] and messages[3].",
+        "messages.[3].tool_call_id",
+        Rule.DUPLICATE_RESULT,
+        3,
+    ),
 ]
 
 
 @pytest.mark.parametrize(
     ("messages", "message", "param", "rule", "index"),
     ORDERING_CASES,
-    ids=["C1-first", "C1-after-user", "C1-after-text-turn", "C2-last", "C2-two-missing", "C2-next-turn",
-         "C3", "C4", "C5"],
+    ids=[
+        "C1-first",
+        "C1-after-user",
+        "C1-after-text-turn",
+        "C2-last",
+        "C2-two-missing",
+        "C2-next-turn",
+        "C3",
+        "C4",
+        "C5",
+    ],
 )
 def test_parse_request_ordering_mistake_has_clear_error(
     messages: list[Any], message: str, param: str, rule: Rule, index: int | None
@@ -447,81 +567,183 @@ def test_parse_request_ordering_mistake_has_clear_error(
 LONG_ID = "call_" + "x" * 38
 SCHEMA_CASES = [
     # (body, message, param, code)
-    (body([USER, {"role": "assistant", "tool_calls": []}]),
-     "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an "
-     "empty array instead.", "messages[1].tool_calls", "empty_array"),
-    (body([USER, asks(LONG_ID), answer(LONG_ID)]),
-     "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, "
-     "but got a string with length 43 instead.", "messages[1].tool_calls[0].id", "string_above_max_length"),
-    (body([{"role": "user", "content": None}]), "Invalid value for 'content': expected a string, got null.",
-     "messages.[0].content", None),
-    (body([USER, {"role": "assistant", "content": None}]),
-     "Invalid value for 'content': expected a string, got null.", "messages.[1].content", None),
-    (body([USER, {"role": "assistant", "tool_calls": [call("call_1", name="get weather")]}]),
-     "Invalid 'messages[1].tool_calls[0].function.name': string does not match pattern. Expected a string "
-     "that matches the pattern '^[a-zA-Z0-9_-]+$'.", "messages[1].tool_calls[0].function.name", "invalid_value"),
-    (body([USER], tools=[{"type": "function", "function": {"name": "get.weather"}}]),
-     "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the "
-     "pattern '^[a-zA-Z0-9_-]+$'.", "tools[0].function.name", "invalid_value"),
-    (body([USER, {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f"}}]}]),
-     "Missing required parameter: 'messages[1].tool_calls[0].function.arguments'.",
-     "messages[1].tool_calls[0].function.arguments", "missing_required_parameter"),
-    (body([USER], tools=[{"type": "function", "function": {"name": "f", "description": "d" * 2780}}]),
-     "Invalid 'tools[0].function.description': string too long. Expected a string with maximum length "
-     "1024, but got a string with length 2780 instead.", "tools[0].function.description",
-     "string_above_max_length"),
-    (body([USER], tools=..., tool_choice="auto"),
-     "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
-     "tool_choice", None),
-    (body([USER], tools=..., parallel_tool_calls=False),
-     "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are "
-     "specified.", "parallel_tool_calls", None),
-    (body([USER], reasoning_effort="low", thinking=True),
-     "Unrecognized request arguments supplied: thinking", None, None),
-    (body([USER], top_k=3), "Unrecognized request argument supplied: top_k", None, None),
+    (
+        body([USER, {"role": "assistant", "tool_calls": []}]),
+        "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an "
+        "empty array instead.",
+        "messages[1].tool_calls",
+        "empty_array",
+    ),
+    (
+        body([USER, asks(LONG_ID), answer(LONG_ID)]),
+        "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, "
+        "but got a string with length 43 instead.",
+        "messages[1].tool_calls[0].id",
+        "string_above_max_length",
+    ),
+    (
+        body([{"role": "user", "content": None}]),
+        "Invalid value for 'content': expected a string, got null.",
+        "messages.[0].content",
+        None,
+    ),
+    (
+        body([USER, {"role": "assistant", "content": None}]),
+        "Invalid value for 'content': expected a string, got null.",
+        "messages.[1].content",
+        None,
+    ),
+    (
+        body([USER, {"role": "assistant", "tool_calls": [call("call_1", name="get weather")]}]),
+        "Invalid 'messages[1].tool_calls[0].function.name': string does not match pattern. Expected a string "
+        "that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+        "messages[1].tool_calls[0].function.name",
+        "invalid_value",
+    ),
+    (
+        body([USER], tools=[{"type": "function", "function": {"name": "get.weather"}}]),
+        "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the "
+        "pattern '^[a-zA-Z0-9_-]+$'.",
+        "tools[0].function.name",
+        "invalid_value",
+    ),
+    (
+        body([USER, {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f"}}]}]),
+        "Missing required parameter: 'messages[1].tool_calls[0].function.arguments'.",
+        "messages[1].tool_calls[0].function.arguments",
+        "missing_required_parameter",
+    ),
+    (
+        body([USER], tools=[{"type": "function", "function": {"name": "f", "description": "d" * 2780}}]),
+        "Invalid 'tools[0].function.description': string too long. Expected a string with maximum length "
+        "1024, but got a string with length 2780 instead.",
+        "tools[0].function.description",
+        "string_above_max_length",
+    ),
+    (
+        body([USER], tools=..., tool_choice="auto"),
+        "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+        "tool_choice",
+        None,
+    ),
+    (
+        body([USER], tools=..., parallel_tool_calls=False),
+        "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.",
+        "parallel_tool_calls",
+        None,
+    ),
+    (
+        body([USER], reasoning_effort="low", thinking=True, top_k=3),
+        "Unrecognized request arguments supplied: thinking, top_k",
+        None,
+        None,
+    ),
+    (body([USER], thinking=True), "Unrecognized request argument supplied: thinking", None, None),
     (body([USER], model=...), "you must provide a model parameter", None, None),
     (body(...), "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"),
-    (body([]), "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty "
-     "array instead.", "messages", "empty_array"),
-    (body([{"role": "user", "content": {"text": "hi"}}]),
-     "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an "
-     "object instead.", "messages[0].content", "invalid_type"),
-    (body([{"role": "bot", "content": "hi"}]),
-     "Invalid value: 'bot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and "
-     "'developer'.", "messages[0].role", "invalid_value"),
-    (body([{"content": "hi"}]), "Missing required parameter: 'messages[0].role'.", "messages[0].role",
-     "missing_required_parameter"),
-    (body([{"role": "user", "content": [{"text": "hi"}]}]),
-     "Missing required parameter: 'messages[0].content[0].type'.", "messages[0].content[0].type",
-     "missing_required_parameter"),
-    (body([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]),
-     "Invalid value: 'input_text'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', "
-     "'audio', and 'file'.", "messages[0].content[0].type", "invalid_value"),
-    (body([USER], stream_options={"include_usage": True}),
-     "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options", None),
-    (body([USER], stream="yes"), "Invalid type for 'stream': expected a boolean, but got a string instead.",
-     "stream", "invalid_type"),
-    (body([USER], tool_choice="any"),
-     "Invalid value: 'any'. Supported values are: 'none', 'auto', and 'required'.", "tool_choice", "invalid_value"),
-    (body([USER], tools=[{"type": "custom", "custom": {"name": "f"}}]),
-     "Invalid value: 'custom'. The sandbox supports only tools of type 'function'.", "tools[0].type",
-     "invalid_value"),
+    (
+        body([]),
+        "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        "messages",
+        "empty_array",
+    ),
+    (
+        body([{"role": "user", "content": {"text": "hi"}}]),
+        "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an "
+        "object instead.",
+        "messages[0].content",
+        "invalid_type",
+    ),
+    (
+        body([{"role": "bot", "content": "hi"}]),
+        "Invalid value: 'bot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and "
+        "'developer'.",
+        "messages[0].role",
+        "invalid_value",
+    ),
+    (
+        body([{"content": "hi"}]),
+        "Missing required parameter: 'messages[0].role'.",
+        "messages[0].role",
+        "missing_required_parameter",
+    ),
+    (
+        body([{"role": "user", "content": [{"text": "hi"}]}]),
+        "Missing required parameter: 'messages[0].content[0].type'.",
+        "messages[0].content[0].type",
+        "missing_required_parameter",
+    ),
+    (
+        body([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]),
+        "Invalid value: 'input_text'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', "
+        "'audio', and 'file'.",
+        "messages[0].content[0].type",
+        "invalid_value",
+    ),
+    (
+        body([USER], stream_options={"include_usage": True}),
+        "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+        "stream_options",
+        None,
+    ),
+    (
+        body([USER], stream="yes"),
+        "Invalid type for 'stream': expected a boolean, but got a string instead.",
+        "stream",
+        "invalid_type",
+    ),
+    (
+        body([USER], tool_choice="any"),
+        "Invalid value: 'any'. Supported values are: 'none', 'auto', and 'required'.",
+        "tool_choice",
+        "invalid_value",
+    ),
+    (
+        body([USER], tools=[{"type": "custom", "custom": {"name": "f"}}]),
+        "Invalid value: 'custom'. The sandbox supports only tools of type 'function'.",
+        "tools[0].type",
+        "invalid_value",
+    ),
 ]
 
 
 @pytest.mark.parametrize(
     ("raw", "message", "param", "code"),
     SCHEMA_CASES,
-    ids=["C6", "C7", "C8-user", "C8-assistant", "C9-history", "C9-tools", "C10", "C11", "C12", "C13",
-         "C14-several", "C14-one", "no-model", "no-messages", "empty-messages", "content-type", "role-value",
-         "no-role", "part-without-type", "part-type-value", "stream-options-alone", "stream-type",
-         "tool-choice-value", "custom-tool"],
+    ids=[
+        "C6",
+        "C7",
+        "C8-user",
+        "C8-assistant",
+        "C9-history",
+        "C9-tools",
+        "C10",
+        "C11",
+        "C12",
+        "C13",
+        "C14-several",
+        "C14-one",
+        "no-model",
+        "no-messages",
+        "empty-messages",
+        "content-type",
+        "role-value",
+        "no-role",
+        "part-without-type",
+        "part-type-value",
+        "stream-options-alone",
+        "stream-type",
+        "tool-choice-value",
+        "custom-tool",
+    ],
 )
 def test_parse_request_schema_mistake_has_clear_error(
     raw: bytes, message: str, param: str | None, code: str | None
 ) -> None:
     error = rejection(raw)
-    assert (error.status, error.message, error.rule, error.message_index) == (400, message, Rule.MALFORMED, None)
+    named = re.match(r"messages\.?\[(\d+)\]", param or "")  # the transcript marks the message named
+    index = int(named[1]) if named else None
+    assert (error.status, error.message, error.rule, error.message_index) == (400, message, Rule.MALFORMED, index)
     assert envelope(error) == {"message": message, "type": "invalid_request_error", "param": param, "code": code}
 
 
@@ -533,6 +755,15 @@ def test_parse_request_schema_mistake_has_clear_error(
 def test_parse_request_non_json_body_has_clear_error(raw: bytes) -> None:
     error = rejection(raw)
     assert envelope(error) == {"message": NOT_JSON, "type": "invalid_request_error", "param": None, "code": None}
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(400, "invalid_request_error"), (404, "invalid_request_error"), (500, "server_error")]
+)
+def test_error_envelope_type_follows_the_status(status: int, kind: str) -> None:
+    error = WIRE.error(status, "Invalid URL (POST /v1/chat)", rule=Rule.NOT_FOUND)
+    assert (error.status, error.headers["content-type"]) == (status, "application/json")
+    assert envelope(error) == {"message": "Invalid URL (POST /v1/chat)", "type": kind, "param": None, "code": None}
 
 
 def test_parse_request_checks_the_schema_before_the_ordering() -> None:
@@ -552,13 +783,23 @@ def test_parse_request_ignores_unknown_keys_a_replayed_sdk_message_carries() -> 
 
 def test_parse_request_builds_the_neutral_conversation() -> None:
     raw = body(
-        [{"role": "developer", "content": "Be terse."},
-         {"role": "user", "content": [{"type": "text", "text": "Paris "}, {"type": "image_url", "image_url": {}},
-                                      {"type": "text", "text": "and Rome?"}]},
-         {"role": "assistant", "content": "", "tool_calls": [call("call_1"), call("call_2", arguments="oops")]},
-         answer("call_1"), {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "9C"}]},
-         {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}],
-        stream=True, tool_choice="required",
+        [
+            {"role": "developer", "content": "Be terse."},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Paris "},
+                    {"type": "image_url", "image_url": {}},
+                    {"type": "text", "text": "and Rome?"},
+                ],
+            },
+            {"role": "assistant", "content": "", "tool_calls": [call("call_1"), call("call_2", arguments="oops")]},
+            answer("call_1"),
+            {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "9C"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+        ],
+        stream=True,
+        tool_choice="required",
     )
     conv = parse(raw)
     assert conv.messages == [
@@ -572,8 +813,19 @@ def test_parse_request_builds_the_neutral_conversation() -> None:
     assert conv.paths == [f"messages[{i}]" for i in range(6)]
     assert conv.tools == [Tool("get_weather", "", {"type": "object"})]
     assert (conv.model, conv.stream, conv.tool_choice, conv.forced_tool_choice) == (
-        "gpt-4o-mini", True, "required", True)
+        "gpt-4o-mini",
+        True,
+        "required",
+        True,
+    )
     assert conv.raw["stream"] is True
+
+
+def test_parse_request_reads_the_deprecated_function_role_as_a_result() -> None:
+    legacy = {"role": "function", "name": "get_weather", "content": "18C"}
+    assert parse(body([USER, legacy])).messages[1] == tool_result_message("get_weather", "18C")
+    error = rejection(body([USER, {"role": "function", "content": "18C"}]))
+    assert (error.message, error.message_index) == ("Missing required parameter: 'messages[1].name'.", 1)
 
 
 @pytest.mark.parametrize(
@@ -688,13 +940,23 @@ def test_encode_response_and_stream_are_deterministic_across_processes() -> None
 
 
 def test_round_trip_keeps_every_call_and_result_in_order() -> None:
-    request = Request(model="gpt-4o-mini", system="Be terse.", tools=[WEATHER], messages=[
-        user_text("Paris and Rome?"),
-        Message("assistant", [ToolCall("call_a", "get_weather", {"city": "Paris"}),
-                              ToolCall("call_b", "get_weather", {"city": "Rome", "units": ["c", 1, None]})]),
-        tool_result_message("call_a", "18C"),
-        tool_result_message("call_b", "ERROR: no data", is_error=True),
-    ])
+    request = Request(
+        model="gpt-4o-mini",
+        system="Be terse.",
+        tools=[WEATHER],
+        messages=[
+            user_text("Paris and Rome?"),
+            Message(
+                "assistant",
+                [
+                    ToolCall("call_a", "get_weather", {"city": "Paris"}),
+                    ToolCall("call_b", "get_weather", {"city": "Rome", "units": ["c", 1, None]}),
+                ],
+            ),
+            tool_result_message("call_a", "18C"),
+            tool_result_message("call_b", "ERROR: no data", is_error=True),
+        ],
+    )
     encoded = WIRE.encode_request(request, stream=True, api_key="k")
     conv = parse(json.dumps(encoded.json).encode())
     assert conv.messages[1:3] == request.messages[:2]
@@ -703,8 +965,9 @@ def test_round_trip_keeps_every_call_and_result_in_order() -> None:
     assert conv.messages[0] == Message("system", [Text("Be terse.")]) and conv.stream
 
 
-@pytest.mark.parametrize("turn", [tool_turn("Paris"), tool_turn("Paris", "Rome"), text_turn()],
-                         ids=["one-call", "two-calls", "text"])
+@pytest.mark.parametrize(
+    "turn", [tool_turn("Paris"), tool_turn("Paris", "Rome"), text_turn()], ids=["one-call", "two-calls", "text"]
+)
 def test_round_trip_fake_output_decodes_to_the_scripted_turn(turn: ModelTurn) -> None:
     conv = conversation(stream_options={"include_usage": True})
     response = WIRE.decode_response(json.loads(json.dumps(WIRE.encode_response(turn, conv))))
@@ -719,13 +982,39 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=20,
 )
-VALID = json.loads(body([
-    {"role": "system", "content": "s"}, USER, {**asks("call_1", "call_2"), "content": "x"}, answer("call_1"),
-    {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "t"}]},
-], tool_choice={"type": "function", "function": {"name": "get_weather"}}, stream=True,
-    stream_options={"include_usage": True}))
-KEYS = ["model", "messages", "role", "content", "tool_calls", "id", "type", "function", "name", "arguments",
-        "tool_call_id", "tools", "tool_choice", "text", "stream", "stream_options", "parameters"]
+VALID = json.loads(
+    body(
+        [
+            {"role": "system", "content": "s"},
+            USER,
+            {**asks("call_1", "call_2"), "content": "x"},
+            answer("call_1"),
+            {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "t"}]},
+        ],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+)
+KEYS = [
+    "model",
+    "messages",
+    "role",
+    "content",
+    "tool_calls",
+    "id",
+    "type",
+    "function",
+    "name",
+    "arguments",
+    "tool_call_id",
+    "tools",
+    "tool_choice",
+    "text",
+    "stream",
+    "stream_options",
+    "parameters",
+]
 
 
 def mutate(value: Any, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
@@ -757,7 +1046,7 @@ def test_parse_request_any_json_value_is_a_provider_error_or_accepted(value: Any
     survives(json.dumps(value).encode())
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_parse_request_mutated_valid_body_is_a_provider_error_or_accepted(data: st.DataObject) -> None:
     survives(json.dumps(mutate(VALID, data.draw)).encode())
@@ -798,41 +1087,60 @@ def sdk_client(turn: ModelTurn, seen: list[Conversation] | None = None) -> opena
         if seen is not None:
             seen.append(conv)
         if conv.stream:
-            return httpx2.Response(200, content=b"".join(WIRE.encode_stream(turn, conv)),
-                                   headers={"content-type": WIRE.stream_media_type})
+            return httpx2.Response(
+                200, content=b"".join(WIRE.encode_stream(turn, conv)), headers={"content-type": WIRE.stream_media_type}
+            )
         return httpx2.Response(200, json=WIRE.encode_response(turn, conv))
 
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
     return openai.OpenAI(api_key="sk-test", base_url="http://test/v1", http_client=http, max_retries=0)
 
 
-SDK_TOOLS: Any = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+SDK_TOOLS: Any = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 SDK_MESSAGES: Any = [{"role": "user", "content": "Weather in Paris and Rome?"}]
 
 
 def test_sdk_parses_a_tool_call_and_its_replay_is_accepted() -> None:
-    turn, seen = tool_turn("Paris", "Rome"), []
+    turn, seen = tool_turn("Paris", "Rome"), list[Conversation]()
     client = sdk_client(turn, seen)
     completion = client.chat.completions.create(model="gpt-4o-mini", messages=SDK_MESSAGES, tools=SDK_TOOLS)
     message = completion.choices[0].message
     assert completion.choices[0].finish_reason == "tool_calls"
-    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []] == [
-        (c.id, c.name, c.arguments) for c in turn.message.tool_calls()]
+    calls = [c for c in message.tool_calls or [] if c.type == "function"]
+    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        (c.id, c.name, c.arguments) for c in turn.message.tool_calls()
+    ]
     assert completion.usage is not None and completion.usage.total_tokens == 100
-    history = [*SDK_MESSAGES, message.model_dump(exclude_none=True),
-               *({"role": "tool", "tool_call_id": c.id, "content": "18C"} for c in message.tool_calls or [])]
+    history = [
+        *SDK_MESSAGES,
+        message.model_dump(exclude_none=True),
+        *({"role": "tool", "tool_call_id": c.id, "content": "18C"} for c in message.tool_calls or []),
+    ]
     client.chat.completions.create(model="gpt-4o-mini", messages=history, tools=SDK_TOOLS)
     assert seen[1].messages[1] == turn.message  # the SDK's replay is the turn the fake sent
 
 
 def test_sdk_streams_a_tool_call_with_usage() -> None:
     client = sdk_client(tool_turn("Paris"))
-    stream = client.chat.completions.create(model="gpt-4o-mini", messages=SDK_MESSAGES, tools=SDK_TOOLS,
-                                            stream=True, stream_options={"include_usage": True})
+    stream = client.chat.completions.create(
+        model="gpt-4o-mini", messages=SDK_MESSAGES, tools=SDK_TOOLS, stream=True, stream_options={"include_usage": True}
+    )
     chunks = list(stream)
-    fragments = [tc.function.arguments for c in chunks for choice in c.choices
-                 for tc in choice.delta.tool_calls or [] if tc.function and tc.function.arguments]
+    fragments = [
+        tc.function.arguments
+        for c in chunks
+        for choice in c.choices
+        for tc in choice.delta.tool_calls or []
+        if tc.function and tc.function.arguments
+    ]
     assert len(fragments) > 1 and json.loads("".join(fragments)) == {"city": "Paris"}
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 24
 
@@ -872,4 +1180,3 @@ def test_sdk_ordering_mistake_raises_bad_request_with_the_verbatim_message(
     assert error.message == f"Error code: 400 - {message}"
     assert error.body == {"message": message, "type": "invalid_request_error", "param": param, "code": None}
     assert (error.param, error.code, error.type) == (param, None, "invalid_request_error")
-

@@ -65,6 +65,8 @@ class Rule(str, enum.Enum):
     MISSING_RESULT = "missing_result"
     """An assistant turn's call has no result after it."""
     DUPLICATE_RESULT = "duplicate_result"
+    DUPLICATE_TURN = "duplicate_turn"
+    """The same assistant turn (the same call ids or item ids) appears twice in the history."""
     UNKNOWN_CALL_ID = "unknown_call_id"
     """A result answers an id that the turn before it did not call."""
     HISTORY_MISMATCH = "history_mismatch"

@@ -206,9 +206,7 @@ class OpenAIChat(WireFormat):
                 "function": {"name": call.name, "arguments": ""},
             }
             if not deltas:
-                deltas.append(
-                    {"role": "assistant", "content": None, "tool_calls": [opening], "refusal": None}
-                )
+                deltas.append({"role": "assistant", "content": None, "tool_calls": [opening], "refusal": None})
             else:
                 deltas.append({"tool_calls": [opening]})
             deltas += [
@@ -273,9 +271,7 @@ def _encode_message(message: Message, index: int) -> list[dict[str, Any]]:
                 f"messages[{index}] is a tool message without exactly its ToolResult parts. "
                 "Build it with tool_result_message(call.id, output)."
             )
-        return [
-            {"role": "tool", "tool_call_id": result.call_id, "content": result.content} for result in results
-        ]
+        return [{"role": "tool", "tool_call_id": result.call_id, "content": result.content} for result in results]
     if results:
         raise UsageError(
             f"messages[{index}] has role={message.role!r} but holds a ToolResult: OpenAI "
@@ -320,9 +316,7 @@ def _encode_tool_choice(choice: str) -> Any:
 
 
 def _malformed(what: str, status: int = 200) -> ProviderError:
-    return ProviderError(
-        f"{PROVIDER} sent a response skyl cannot read: {what}.", status=status, provider="openai"
-    )
+    return ProviderError(f"{PROVIDER} sent a response skyl cannot read: {what}.", status=status, provider="openai")
 
 
 def _expect_dict(value: Any, where: str) -> dict[str, Any]:
@@ -511,7 +505,7 @@ def _neutral_message(message: Mapping[str, Any]) -> Message:
         return Message("tool", [ToolResult(message["tool_call_id"], content)])
     if role == "function":
         # The deprecated function role pairs a result with a call by function name.
-        return Message("tool", [ToolResult(message.get("name") or "", content)])
+        return Message("tool", [ToolResult(message["name"], content)])
     calls = [_neutral_call(call) for call in message.get("tool_calls") or ()]
     return Message("assistant", [*([Text(content)] if content else []), *calls])
 

@@ -43,6 +43,9 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 
 
+_MESSAGE_PARAM = re.compile(r"^messages\.?\[(\d+)\]")
+
+
 class Rejection(Exception):
     """One violation: the message text, `param` and `code` of OpenAI's error body, and its `Rule`."""
 
@@ -60,7 +63,9 @@ class Rejection(Exception):
         self.param = param
         self.code = code
         self.rule = rule
-        self.index = index
+        found = _MESSAGE_PARAM.match(param or "")
+        self.index = index if index is not None or found is None else int(found[1])
+        """The message the transcript marks: the one the param names, unless a rule says otherwise."""
 
 
 def load_body(body: bytes) -> dict[str, Any]:
@@ -131,8 +136,7 @@ def check_pairing(messages: list[dict[str, Any]]) -> None:
                 )
             if call_id not in open_ids:
                 raise Rejection(  # C4: type, param and code [INF]
-                    f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in 'tool_calls' of "
-                    "previous message.",
+                    f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in 'tool_calls' of previous message.",
                     param=f"messages.[{index}].tool_call_id",
                     rule=Rule.UNKNOWN_CALL_ID,
                     index=index,
@@ -153,10 +157,9 @@ def check_pairing(messages: list[dict[str, Any]]) -> None:
 def _require_all_answered(open_ids: list[str], answered: Mapping[str, int], turn: int) -> None:
     missing = [call_id for call_id in open_ids if call_id not in answered]
     if missing:
-        raise Rejection(  # C2; the param names the assistant turn [INF, per the brief]
+        raise Rejection(  # C2; that the param names the assistant turn is [INF] (reference 4.1)
             "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-            "'tool_call_id'. The following tool_call_ids did not have response messages: "
-            + ", ".join(missing),
+            "'tool_call_id'. The following tool_call_ids did not have response messages: " + ", ".join(missing),
             param=f"messages.[{turn}].role",
             rule=Rule.MISSING_RESULT,
             index=turn,
@@ -184,7 +187,7 @@ def _check_top_level(data: Mapping[str, Any]) -> None:
         _empty_array("messages")
     for key, kinds in _TOP_LEVEL_TYPES:
         if data.get(key) is not None:
-            _expect(data[key], key, *kinds)
+            _expect(data[key], key, *kinds, expected="one of a string or array" if key == "stop" else None)
     if data.get("stream_options") is not None and data.get("stream") is not True:
         # VERIFIED: BerriAI/litellm#5803, lobehub/lobehub#6735 (param stream_options, code null).
         _reject("The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options")
@@ -214,7 +217,10 @@ def _check_message(message: Any, index: int) -> None:
         _invalid_value(role, ROLES, f"{path}.role")  # template VERIFIED, list of roles [INF]
     if role == "assistant":
         _check_assistant(message, index)
-    elif role == "function":
+    elif role == "function":  # deprecated, but still accepted: a result paired by function name
+        if "name" not in message:
+            _missing(f"{path}.name")
+        _expect(message["name"], f"{path}.name", str)
         if message.get("content") is not None:
             _check_content(message["content"], f"{path}.content")
     else:
@@ -288,10 +294,11 @@ def _check_tools(tools: list[Any]) -> None:
     for position, tool in enumerate(tools):
         path = f"tools[{position}]"
         _expect(tool, path, dict)
-        for key in ("type", "function"):
-            if key not in tool:
-                _missing(f"{path}.{key}")
+        if "type" not in tool:
+            _missing(f"{path}.type")
         _check_function_type(tool["type"], f"{path}.type")
+        if "function" not in tool:
+            _missing(f"{path}.function")
         function = tool["function"]
         _expect(function, f"{path}.function", dict)
         if "name" not in function:
@@ -315,6 +322,7 @@ def _check_tool_choice(choice: Any) -> None:
     if "type" not in choice:
         _missing("tool_choice.type")
     kind = choice["type"]
+    _expect(kind, "tool_choice.type", str)
     inner = {"function": "name", "custom": "name", "allowed_tools": "mode"}
     if kind not in inner:
         _invalid_value(kind, ("function", "custom", "allowed_tools"), "tool_choice.type")  # [INF]
@@ -365,8 +373,7 @@ def _missing(path: str) -> NoReturn:
 
 def _empty_array(path: str) -> NoReturn:
     _reject(
-        f"Invalid '{path}': empty array. Expected an array with minimum length 1, but got an empty array "
-        "instead.",
+        f"Invalid '{path}': empty array. Expected an array with minimum length 1, but got an empty array instead.",
         path,
         "empty_array",
     )
@@ -414,11 +421,12 @@ _UNION_NAMES: dict[tuple[type, ...], str] = {
 }
 
 
-def _expect(value: Any, path: str, *kinds: type) -> None:
+def _expect(value: Any, path: str, *kinds: type, expected: str | None = None) -> None:
     """Reject a value of the wrong JSON type. A boolean is not an integer here, as in JSON Schema."""
     if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
         return
-    expected = _TYPE_NAMES[kinds[0]] if len(kinds) == 1 else _UNION_NAMES[kinds]
+    if expected is None:
+        expected = _TYPE_NAMES[kinds[0]] if len(kinds) == 1 else _UNION_NAMES[kinds]
     got = "null" if value is None else _TYPE_NAMES.get(type(value), "an unknown type")
     _reject(  # the template is VERIFIED for content; other paths and the code are [INF]
         f"Invalid type for '{path}': expected {expected}, but got {got} instead.", path, "invalid_type"

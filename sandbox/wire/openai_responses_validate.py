@@ -3,12 +3,13 @@
 The real API checks the body in a fixed order and answers the first problem it finds: the JSON
 itself, `model`, a missing `input`, unknown top-level keys, the `input` items, the other fields,
 the server-state references, an empty `input`, and only then the pairing of `function_call`
-items with their `function_call_output`s (R2, R1, R3 of wire-openai.md section 4).
+items with their `function_call_output`s (R2, R1, R3 of wire-openai.md section 4.2).
 
 Sources for the texts. "[REF]": /work/shared/reference/wire-openai.md (sections 4 and 4.2).
 "[OBS]": rows observed against the live API on 2026-08-30 and kept as a parity test by a public
 proxy project (`/v1/responses rejects ... as the direct API does`); the messages, params and codes
-below are copied from those rows. "[INF]": no source found; the most faithful text we could write.
+below are copied from those rows. "[ISSUE]": quoted in a public issue (named where used).
+"[INF]": no source found; the most faithful text we could write.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from .._types import Message, Part, Text, Tool, ToolCall, ToolResult
+from .._types import Message, Part, Role, Text, Tool, ToolCall, ToolResult
 from ._base import Conversation, Rule, WireError
 
 __all__ = ["NON_JSON_MESSAGE", "parse_request", "wire_error"]
@@ -30,39 +31,59 @@ NON_JSON_MESSAGE = (
     "help.openai.com.)"
 )
 
-_KNOWN_PARAMETERS = (
-    # ResponseCreateParams in openai 3.57 (types/responses/response_create_params.py), plus `stream`.
-    "access_programs", "background", "background_options", "context_management", "conversation",
-    "image", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata",
-    "model", "moderation", "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key",
-    "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier",
-    "store", "stream", "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs",
-    "top_p", "truncation", "user",
-)  # fmt: skip
+# ResponseCreateParams in openai 3.57 (types/responses/response_create_params.py), plus `stream`.
+_KNOWN_PARAMETERS = tuple(
+    """
+    access_programs background background_options context_management conversation image include
+    input instructions max_output_tokens max_tool_calls metadata model moderation
+    parallel_tool_calls previous_response_id prompt prompt_cache_key prompt_cache_options
+    prompt_cache_retention reasoning safety_identifier service_tier store stream stream_options
+    temperature text tool_choice tools top_logprobs top_p truncation user
+    """.split()
+)
 
-_ITEM_TYPES = (
-    # [OBS] the list the API prints for an unknown `input[i].type`, in its order.
-    "additional_tools", "agent_message", "apply_patch_call", "apply_patch_call_output",
-    "code_interpreter_call", "compaction", "compaction_trigger", "computer_call", "computer_call_output",
-    "custom_tool_call", "custom_tool_call_output", "file_search_call", "function_call",
-    "function_call_output", "image_generation_call", "item_reference", "local_shell_call",
-    "local_shell_call_output", "mcp_approval_request", "mcp_approval_response", "mcp_call",
-    "mcp_list_tools", "message", "multi_agent_call", "multi_agent_call_output", "program",
-    "program_output", "reasoning", "shell_call", "shell_call_output", "tool_search_call",
-    "tool_search_output", "web_search_call",
-)  # fmt: skip
+# [OBS] the list the API prints for an unknown `input[i].type`, in its order.
+_ITEM_TYPES = tuple(
+    """
+    additional_tools agent_message apply_patch_call apply_patch_call_output code_interpreter_call
+    compaction compaction_trigger computer_call computer_call_output custom_tool_call
+    custom_tool_call_output file_search_call function_call function_call_output
+    image_generation_call item_reference local_shell_call local_shell_call_output
+    mcp_approval_request mcp_approval_response mcp_call mcp_list_tools message multi_agent_call
+    multi_agent_call_output program program_output reasoning shell_call shell_call_output
+    tool_search_call tool_search_output web_search_call
+    """.split()
+)
 _ROLES = ("assistant", "system", "developer", "user")  # [OBS] in the API's order
-_PART_TYPES = (
-    "input_text", "input_image", "input_audio", "output_text", "refusal", "input_file",
-    "computer_screenshot", "summary_text", "encrypted_content",
-)  # fmt: skip
+_PART_TYPES = tuple(
+    """
+    input_text input_image input_audio output_text refusal input_file computer_screenshot
+    summary_text encrypted_content
+    """.split()
+)
 _ASSISTANT_PART_TYPES = ("output_text", "refusal")  # [OBS]
 _INPUT_PART_TYPES = ("input_text", "input_image", "input_file", "scoped_content", "input_audio")  # [OBS]
 _OUTPUT_PART_TYPES = ("input_text", "input_image", "input_file")  # [REF] function_call_output arrays
+_NEUTRAL_ROLES: dict[str, Role] = {
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+}
 _TOOL_CHOICES = ("none", "auto", "required")
 _CALL_ID_MAX = 64  # [REF] R7
 _TOOL_NAME_MAX = 64  # [INF] the Chat Completions limit, which the docs state for both APIs
 _MIN_OUTPUT_TOKENS = 16  # [OBS]
+
+_SCALARS = (
+    ("temperature", "a decimal"),
+    ("parallel_tool_calls", "a boolean"),
+    ("stream", "a boolean"),
+    ("background", "a boolean"),
+    ("max_output_tokens", "an integer"),
+    ("instructions", "a string"),
+    ("store", "a boolean"),
+)
 
 _MOVED_MESSAGES = (
     "Unsupported parameter: 'messages'. In the Responses API, this parameter has moved to 'input'. "
@@ -153,17 +174,37 @@ def _choices(values: Sequence[str]) -> str:
 
 def _invalid_value(value: Any, supported: Sequence[str], param: str, *, index: int | None = None) -> NoReturn:
     shown = value if isinstance(value, str) else ""  # [OBS] a non-string prints as ''
-    _fail(f"Invalid value: '{shown}'. Supported values are: {_choices(supported)}.", param, "invalid_value",
-          index=index)  # fmt: skip
+    _fail(
+        f"Invalid value: '{shown}'. Supported values are: {_choices(supported)}.",
+        param,
+        "invalid_value",
+        index=index,
+    )
 
 
 def _wrong_type(path: str, expected: str, value: Any, *, top: bool = False, index: int | None = None) -> NoReturn:
-    _fail(f"Invalid type for '{path}': expected {expected}, but got {_kind(value, top=top)} instead.", path,
-          "invalid_type", index=index)  # fmt: skip
+    _fail(
+        f"Invalid type for '{path}': expected {expected}, but got {_kind(value, top=top)} instead.",
+        path,
+        "invalid_type",
+        index=index,
+    )
 
 
 def _missing(path: str, *, index: int | None = None) -> NoReturn:
     _fail(f"Missing required parameter: '{path}'.", path, "missing_required_parameter", index=index)
+
+
+def _matches(value: Any, expected: str) -> bool:
+    if expected == "a boolean":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False  # JSON true is not a number
+    if expected == "an integer":
+        return isinstance(value, int)
+    if expected == "a decimal":
+        return isinstance(value, (int, float))
+    return isinstance(value, str)
 
 
 def _edit_distance(a: str, b: str) -> int:
@@ -191,7 +232,7 @@ def _unknown_parameter(key: str, sent: Mapping[str, Any]) -> NoReturn:
 class _Turn:
     """A neutral message being built; assistant items that follow each other share one."""
 
-    role: str
+    role: Role
     path: str
     parts: list[Part] = field(default_factory=list)
 
@@ -291,12 +332,19 @@ class _Parser:
         if not isinstance(name, str):
             _wrong_type(f"{path}.name", "a string", name)  # [INF]
         if len(name) > _TOOL_NAME_MAX:
-            _fail(f"Invalid '{path}.name': string too long. Expected a string with maximum length "
-                  f"{_TOOL_NAME_MAX}, but got a string with length {len(name)} instead.",
-                  f"{path}.name", "string_above_max_length")  # fmt: skip  # [INF] REF template
+            _fail(
+                f"Invalid '{path}.name': string too long. Expected a string with maximum length "
+                f"{_TOOL_NAME_MAX}, but got a string with length {len(name)} instead.",
+                f"{path}.name",
+                "string_above_max_length",
+            )  # [INF] REF template
         if not name or not all(char.isascii() and (char.isalnum() or char in "_-") for char in name):
-            _fail(f"Invalid '{path}.name': string does not match pattern. Expected a string that matches "
-                  "the pattern '^[a-zA-Z0-9_-]+$'.", f"{path}.name", "invalid_value")  # fmt: skip  # [INF] C9
+            _fail(
+                f"Invalid '{path}.name': string does not match pattern. Expected a string that matches "
+                "the pattern '^[a-zA-Z0-9_-]+$'.",
+                f"{path}.name",
+                "invalid_value",
+            )  # [INF] C9
         description = tool.get("description")
         if description is not None and not isinstance(description, str):
             _wrong_type(f"{path}.description", "a string", description)  # [INF]
@@ -333,22 +381,18 @@ class _Parser:
 
     def _check_scalars(self) -> None:
         """The plain fields a tool loop sends, in the order the API checks them [OBS]."""
-        checks = (
-            ("temperature", "a decimal", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
-            ("parallel_tool_calls", "a boolean", lambda v: isinstance(v, bool)),
-            ("stream", "a boolean", lambda v: isinstance(v, bool)),
-            ("background", "a boolean", lambda v: isinstance(v, bool)),
-            ("max_output_tokens", "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-            ("instructions", "a string", lambda v: isinstance(v, str)),
-            ("store", "a boolean", lambda v: isinstance(v, bool)),
-        )
-        for key, expected, valid in checks:
+        for key, expected in _SCALARS:
             value = self.data.get(key)
-            if value is not None and not valid(value):
+            if value is not None and not _matches(value, expected):
                 _wrong_type(key, expected, value, top=True)
-            if key == "max_output_tokens" and value is not None and value < _MIN_OUTPUT_TOKENS:
-                _fail(f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
-                      f"{_MIN_OUTPUT_TOKENS}, but got {value} instead.", key, "integer_below_min_value")  # fmt: skip
+        tokens = self.data.get("max_output_tokens")
+        if tokens is not None and tokens < _MIN_OUTPUT_TOKENS:
+            _fail(
+                "Invalid 'max_output_tokens': integer below minimum value. "
+                f"Expected a value >= {_MIN_OUTPUT_TOKENS}, but got {tokens} instead.",
+                "max_output_tokens",
+                "integer_below_min_value",
+            )
 
     def _check_server_state(self) -> None:
         """The sandbox stores nothing, so every stored-state reference is one the server never saw."""
@@ -356,8 +400,11 @@ class _Parser:
         if previous is not None:
             if not isinstance(previous, str):
                 _wrong_type("previous_response_id", "a string", previous, top=True)
-            _fail(f"Previous response with id '{previous}' not found.", "previous_response_id",
-                  "previous_response_not_found")  # fmt: skip  # [OBS]
+            _fail(
+                f"Previous response with id '{previous}' not found.",
+                "previous_response_id",
+                "previous_response_not_found",
+            )  # [OBS]
         conversation = self.data.get("conversation")
         conversation_id = conversation.get("id") if isinstance(conversation, dict) else conversation
         if isinstance(conversation_id, str):
@@ -365,12 +412,12 @@ class _Parser:
 
     # -- input items ---------------------------------------------------------------------------
 
-    def _index_for(self, role: str) -> int:
+    def _index_for(self, role: Role) -> int:
         """The neutral index the item being checked belongs to (for the teaching transcript)."""
         joins = role == "assistant" and self.open_assistant
         return len(self.turns) - 1 if joins else len(self.turns)
 
-    def _new_turn(self, role: str, path: str) -> _Turn:
+    def _new_turn(self, role: Role, path: str) -> _Turn:
         if role == "assistant" and self.open_assistant:
             return self.turns[-1]
         self.open_assistant = role == "assistant"
@@ -386,7 +433,7 @@ class _Parser:
         if not isinstance(kind, str) or kind not in _ITEM_TYPES:
             _invalid_value(kind, _ITEM_TYPES, path, index=len(self.turns))  # [OBS]
         if kind == "message":
-            self._check_message(index, path, item)
+            self._check_message(path, item)
         elif kind == "function_call":
             self._check_function_call(index, path, item)
         elif kind == "function_call_output":
@@ -398,24 +445,24 @@ class _Parser:
             owner = len(self.turns) - 1 if kind in ("message", "function_call", "function_call_output") else -1
             self.item_ids.append(_Ref(item_id, index, owner, kind))
 
-    def _check_message(self, index: int, path: str, item: Mapping[str, Any]) -> None:
+    def _check_message(self, path: str, item: Mapping[str, Any]) -> None:
         role = item.get("role")
         if not isinstance(role, str) or role not in _ROLES:
             _invalid_value(role, _ROLES, path, index=len(self.turns))  # [OBS]
-        at = self._index_for(role)
+        neutral_role = _NEUTRAL_ROLES[role]
+        at = self._index_for(neutral_role)
         self._check_item_id(path, item, "msg", at)
         if "content" not in item:
             _missing(f"{path}.content", index=at)  # [OBS]
         content = item["content"]
-        if not isinstance(content, (str, list)):
+        texts: list[str | None]
+        if isinstance(content, str):
+            texts = [content]
+        elif isinstance(content, list):
+            texts = [self._check_part(f"{path}.content[{j}]", part, role, at) for j, part in enumerate(content)]
+        else:
             _wrong_type(f"{path}.content", "one of a string or array of objects", content, index=at)  # [INF]
-        parts: list[Part] = []
-        for j, part in enumerate([content] if isinstance(content, str) else content):
-            text = part if isinstance(part, str) else self._check_part(f"{path}.content[{j}]", part, role, at)
-            if text is not None:
-                parts.append(Text(text))
-        neutral_role = "system" if role == "developer" else role
-        self._new_turn(neutral_role, path).parts.extend(parts)
+        self._new_turn(neutral_role, path).parts.extend(Text(text) for text in texts if text is not None)
 
     @staticmethod
     def _check_part(path: str, part: Any, role: str, at: int) -> str | None:
@@ -448,8 +495,12 @@ class _Parser:
             _wrong_type(f"{path}.id", "a string", item_id, index=at)  # [INF]
         if not item_id.startswith(prefix):
             # Verified for function calls ('fc'); the 'msg' rule for messages is reported, not quoted.
-            _fail(f"Invalid '{path}.id': '{item_id}'. Expected an ID that begins with '{prefix}'.",
-                  f"{path}.id", "invalid_value", index=at)  # fmt: skip
+            _fail(
+                f"Invalid '{path}.id': '{item_id}'. Expected an ID that begins with '{prefix}'.",
+                f"{path}.id",
+                "invalid_value",
+                index=at,
+            )
 
     @staticmethod
     def _check_call_id(path: str, item: Mapping[str, Any], at: int) -> str:
@@ -459,12 +510,21 @@ class _Parser:
         if not isinstance(call_id, str):
             _wrong_type(f"{path}.call_id", "a string", call_id, index=at)  # [INF]
         if call_id == "":
-            _fail(f"Invalid '{path}.call_id': empty string. Expected a string with minimum length 1, but got "
-                  "an empty string instead.", f"{path}.call_id", "empty_string", index=at)  # fmt: skip  # R6
+            _fail(
+                f"Invalid '{path}.call_id': empty string. Expected a string with minimum length 1, but got "
+                "an empty string instead.",
+                f"{path}.call_id",
+                "empty_string",
+                index=at,
+            )  # R6
         if len(call_id) > _CALL_ID_MAX:
-            _fail(f"Invalid '{path}.call_id': string too long. Expected a string with maximum length "
-                  f"{_CALL_ID_MAX}, but got a string with length {len(call_id)} instead.", f"{path}.call_id",
-                  "string_above_max_length", index=at)  # fmt: skip  # R7
+            _fail(
+                f"Invalid '{path}.call_id': string too long. Expected a string with maximum length "
+                f"{_CALL_ID_MAX}, but got a string with length {len(call_id)} instead.",
+                f"{path}.call_id",
+                "string_above_max_length",
+                index=at,
+            )  # R7
         return call_id
 
     def _check_function_call(self, index: int, path: str, item: Mapping[str, Any]) -> None:
@@ -496,8 +556,7 @@ class _Parser:
             _missing(f"{path}.output", index=at)
         output = item["output"]
         if isinstance(output, list):
-            output = "".join(self._check_output_part(f"{path}.output[{j}]", part, at) for j, part in
-                             enumerate(output))  # fmt: skip
+            output = "".join(self._check_output_part(f"{path}.output[{j}]", part, at) for j, part in enumerate(output))
         elif not isinstance(output, str):
             _wrong_type(f"{path}.output", "one of a string or array of objects", output, index=at)  # [INF]
         item_id = item.get("id")
@@ -522,26 +581,60 @@ class _Parser:
             _wrong_type(f"{path}.text", "a string", text, index=at)
         return text
 
-    # -- pairing (section 4.3: R2, then R1, then R3) ---------------------------------------------
+    # -- pairing (4.3: R2, then R1, then a duplicated output, then R3) ------------------------
 
     def _check_pairing(self) -> None:
-        for output in self.outputs:
-            earlier = {call.key for call in self.calls if call.item < output.item}
-            if output.key not in earlier:
-                # A result placed BEFORE its call gets R2 too: no call precedes it. [INF] by reading R2.
-                _fail(f"No tool call found for function call output with call_id {output.key}.", "input",
-                      rule=self._orphan_rule(output), index=output.message)  # fmt: skip
-        answered = {output.key for output in self.outputs}
-        for call in self.calls:
-            if call.key not in answered:
-                _fail(f"No tool output found for function call {call.key}.", "input",
-                      rule=Rule.MISSING_RESULT, index=call.message)  # fmt: skip
+        """Each output answers one earlier call with its call_id, anywhere before it in the input."""
+        waiting: dict[str, list[_Ref]] = {}
+        orphan: _Ref | None = None
+        duplicate: _Ref | None = None
+        outputs = {output.item for output in self.outputs}
+        for ref in sorted([*self.calls, *self.outputs], key=lambda ref: ref.item):
+            if ref.item not in outputs:
+                waiting.setdefault(ref.key, []).append(ref)
+            elif waiting.get(ref.key):
+                waiting[ref.key].pop(0)
+            elif ref.key in waiting:
+                duplicate = duplicate or ref  # every call with this id already has its output
+            else:
+                orphan = orphan or ref  # also a result placed BEFORE its call: [INF] by reading R2
+        if orphan is not None:
+            _fail(
+                f"No tool call found for function call output with call_id {orphan.key}.",
+                "input",
+                rule=self._orphan_rule(orphan),
+                index=orphan.message,
+            )
+        unanswered = sorted((ref for refs in waiting.values() for ref in refs), key=lambda ref: ref.item)
+        if unanswered:
+            first = unanswered[0]
+            _fail(
+                f"No tool output found for function call {first.key}.",
+                "input",
+                rule=Rule.MISSING_RESULT,
+                index=first.message,
+            )
+        if duplicate is not None:
+            # [ISSUE] NousResearch/hermes-agent#102629 quotes this 400 through a gateway's relay
+            # ("Upstream request failed: [invalid_request_error] ..."); that the upstream was OpenAI, and
+            # the param, are inferred.
+            _fail(
+                f"Duplicate function_call_output for call_id '{duplicate.key}'. Each function_call must have "
+                "exactly one matching function_call_output",
+                "input",
+                rule=Rule.DUPLICATE_RESULT,
+                index=duplicate.message,
+            )
         seen: set[str] = set()
         for ref in self.item_ids:
             if ref.key in seen:
-                rule = Rule.DUPLICATE_RESULT if ref.item_type == "function_call_output" else Rule.MALFORMED
-                _fail(f"Duplicate item found with id {ref.key}. Remove duplicate items from your input and try "
-                      "again.", "input", rule=rule, index=ref.message if ref.message >= 0 else None)  # fmt: skip
+                rule = Rule.DUPLICATE_RESULT if ref.item_type == "function_call_output" else Rule.DUPLICATE_TURN
+                _fail(
+                    f"Duplicate item found with id {ref.key}. Remove duplicate items from your input and try again.",
+                    "input",
+                    rule=rule,
+                    index=ref.message if ref.message >= 0 else None,
+                )
             seen.add(ref.key)
 
     def _orphan_rule(self, output: _Ref) -> Rule:
