@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = ["StreamCollector", "acollect_stream", "collect_stream"]
 class _PendingCall:
     id: str
     name: str
+    meta: Mapping[str, Any]
     fragments: list[str] = field(default_factory=list)
 
 
@@ -35,7 +36,7 @@ class StreamCollector:
         if isinstance(event, TextDelta):
             self._text.append(event.text)
         elif isinstance(event, ToolCallStart):
-            self._calls[event.index] = _PendingCall(event.id, event.name)
+            self._calls[event.index] = _PendingCall(event.id, event.name, event.meta)
         elif isinstance(event, ToolCallDelta):
             self._pending(event.index).fragments.append(event.arguments)
         elif isinstance(event, ToolCallEnd):
@@ -93,7 +94,7 @@ class StreamCollector:
                 status=200,
                 provider="stream",
             )
-        return ToolCall(call.id, call.name, arguments)
+        return ToolCall(call.id, call.name, arguments, meta=call.meta)
 
 
 def collect_stream(stream: Iterable[StreamEvent]) -> Response:

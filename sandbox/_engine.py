@@ -21,7 +21,7 @@ from ._exceptions import ScenarioError, UsageError
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
-from .wire._sse import dumps
+from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "Engine", "Exchange"]
 
@@ -125,7 +125,8 @@ class Engine:
         except WireError as error:
             return _error_exchange(method, path, body, wire, error, conversation)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
-            internal = wire.error(500, f"sandbox internal error: {type(exc).__name__}: {exc}", rule=Rule.MALFORMED)
+            message = _printable(f"sandbox internal error: {type(exc).__name__}: {exc}")
+            internal = wire.error(500, message, rule=Rule.MALFORMED)
             return _error_exchange(method, path, body, wire, internal, conversation)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
@@ -155,7 +156,7 @@ class Engine:
             chunks = tuple(wire.encode_stream(turn, conversation))
             headers = {"content-type": wire.stream_media_type}
         else:
-            chunks = (dumps(wire.encode_response(turn, conversation)).encode(),)
+            chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
             headers = {"content-type": "application/json"}
         return Exchange(
             method=method,
@@ -178,7 +179,7 @@ class Engine:
         known = ", ".join(sorted(self.scenarios))
         raise wire.error(
             404,
-            f"{_model_not_found(wire.name, model)}\n\nsandbox: the model name picks the scenario. "
+            f"{_model_not_found(wire.name, _printable(model))}\n\nsandbox: the model name picks the scenario. "
             f"Known scenarios: {known}. Run `sandbox scenarios` to read them.",
             rule=Rule.UNKNOWN_SCENARIO,
             param="model",
@@ -202,7 +203,8 @@ class Engine:
 
 
 def _fingerprint(client: str, path: str, body: bytes) -> str:
-    return hashlib.blake2b(client.encode() + b"\0" + path.encode() + b"\0" + body, digest_size=16).hexdigest()
+    key = f"{client}\0{path}\0".encode("utf-8", "surrogatepass") + body
+    return hashlib.blake2b(key, digest_size=16).hexdigest()
 
 
 def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> WireError:
@@ -214,6 +216,12 @@ def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) 
         rule=Rule.BUDGET,
         code="sandbox_budget_exhausted",
     )
+
+
+def _printable(text: str) -> str:
+    """`text` with any lone surrogate (what a JSON `\\ud800` escape decodes to) written as an escape:
+    error bodies are UTF-8, and an unencodable message would turn a 4xx into a crash."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _model_not_found(provider: str, model: str) -> str:

@@ -7,8 +7,9 @@ fragments of different calls are never confused.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ._types import StopReason, Usage
 
@@ -31,6 +32,8 @@ class ToolCallStart:
     id: str
     name: str
     kind: Literal["tool_call_start"] = field(default="tool_call_start", repr=False)
+    meta: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Provider details the replay needs, as on `ToolCall.meta`; keep them on the rebuilt call."""
 
 
 @dataclass(frozen=True)

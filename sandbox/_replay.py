@@ -67,28 +67,23 @@ def replay(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> 
         step = scenario.steps[position.script_index]
         expected = expected_calls(wire, scenario, step, position.step)
         _compare(wire, scenario, conversation, index, position.step, message, expected)
-        results = _results_for(wire, conversation, index, expected)
-        position.last = results
-        position.results.extend(results)
+        answers = _answers(wire, conversation, index, expected)
+        position.last = [answer.content for answer in answers]
+        position.results.extend(position.last)
         position.step += 1
-        if not expected or not _repeats(step, messages, index, expected):
+        if not _repeats(step, answers):
             position.script_index += 1
     if position.script_index >= len(scenario.steps):
         raise _finished(wire, scenario, conversation, None)
     return position
 
 
-def _repeats(step: Step, messages: list[Message], index: int, calls: list[ToolCall]) -> bool:
+def _repeats(step: Step, answers: list[ToolResult]) -> bool:
+    if step.is_answer or step.repeat == "once":
+        return False
     if step.repeat == "forever":
         return True
-    if step.repeat == "once":
-        return False
-    answers = _answers_after(messages, index)
-    return any(
-        not is_usable(answers[call.id].content, is_error=answers[call.id].is_error)
-        for call in calls
-        if call.id in answers
-    )
+    return any(not is_usable(answer.content, is_error=answer.is_error) for answer in answers)
 
 
 def _answers_after(messages: list[Message], index: int) -> dict[str, ToolResult]:
@@ -101,7 +96,8 @@ def _answers_after(messages: list[Message], index: int) -> dict[str, ToolResult]
     return answers
 
 
-def _results_for(wire: WireFormat, conversation: Conversation, index: int, expected: list[ToolCall]) -> list[str]:
+def _answers(wire: WireFormat, conversation: Conversation, index: int, expected: list[ToolCall]) -> list[ToolResult]:
+    """The result for each call of the turn at `index`, in call order (echoed ids: Gemini's are positional)."""
     answers = _answers_after(conversation.messages, index)
     echoed = conversation.messages[index].tool_calls()
     results = []
@@ -118,7 +114,7 @@ def _results_for(wire: WireFormat, conversation: Conversation, index: int, expec
                 code="sandbox_missing_result",
                 message_index=index,
             )
-        results.append(answers[echoed_id].content)
+        results.append(answers[echoed_id])
     return results
 
 

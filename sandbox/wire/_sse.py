@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SSEEvent", "SSEParser", "dumps", "iter_sse", "sse_frame"]
+__all__ = ["SSEEvent", "SSEParser", "dumps", "iter_sse", "sse_frame", "to_bytes"]
 
 
 def dumps(data: Any) -> str:
@@ -20,9 +20,15 @@ def dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
+def to_bytes(json_text: str) -> bytes:
+    """UTF-8 bytes of JSON text. A request may smuggle in a lone surrogate (`"\\ud800"` is valid
+    JSON); echoed back, it stays the same JSON escape instead of breaking the encoder."""
+    return json_text.encode("utf-8", "backslashreplace")
+
+
 def sse_frame(data: str, *, event: str | None = None, newline: str = "\n") -> bytes:
     head = f"event: {event}{newline}" if event is not None else ""
-    return f"{head}data: {data}{newline}{newline}".encode()
+    return to_bytes(f"{head}data: {data}{newline}{newline}")
 
 
 @dataclass(frozen=True)

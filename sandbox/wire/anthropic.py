@@ -28,7 +28,7 @@ from ._base import (
     split_fragments,
     stable_token,
 )
-from ._sse import SSEEvent, dumps, sse_frame
+from ._sse import SSEEvent, dumps, sse_frame, to_bytes
 from .anthropic_validate import Block, Body, Invalid, check_rules, load_json, validate_schema
 
 __all__ = ["WIRE", "Anthropic"]
@@ -591,7 +591,7 @@ class Anthropic(WireFormat):
         }
         return WireError(
             status,
-            dumps(body).encode(),
+            to_bytes(dumps(body)),
             message=message,
             rule=rule,
             headers=headers,

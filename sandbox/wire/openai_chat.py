@@ -28,7 +28,7 @@ from ._base import (
     split_fragments,
     stable_token,
 )
-from ._sse import SSEEvent, dumps, sse_frame
+from ._sse import SSEEvent, dumps, sse_frame, to_bytes
 from .openai_chat_validate import Rejection, check_request, load_body
 
 __all__ = ["WIRE", "OpenAIChat"]
@@ -233,7 +233,7 @@ class OpenAIChat(WireFormat):
         kind = "server_error" if status >= 500 else "invalid_request_error"
         envelope = {"error": {"message": message, "type": kind, "param": param, "code": code}}
         # OpenAI pretty-prints error bodies with two-space indents (neuron-core/neuron-ai#292).
-        body = json.dumps(envelope, indent=2, ensure_ascii=False).encode()
+        body = to_bytes(json.dumps(envelope, indent=2, ensure_ascii=False))
         return WireError(
             status,
             body,

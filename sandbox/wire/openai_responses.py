@@ -357,8 +357,14 @@ class _ResponsesStreamDecoder(StreamDecoder):
                 return []
             output_index = _field(data, "output_index", int, where)
             call = self._calls[output_index] = _OpenCall(len(self._calls))
+            item_id = item.get("id")
             start: list[StreamEvent] = [
-                ToolCallStart(call.index, _field(item, "call_id", str, where), _field(item, "name", str, where))
+                ToolCallStart(
+                    call.index,
+                    _field(item, "call_id", str, where),
+                    _field(item, "name", str, where),
+                    meta={"item_id": item_id} if isinstance(item_id, str) else {},
+                )
             ]
             return start + self._fragment(call, item.get("arguments"))
         if kind == "response.function_call_arguments.delta":

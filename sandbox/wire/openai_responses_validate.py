@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from .._types import Message, Part, Role, Text, Tool, ToolCall, ToolResult
 from ._base import Conversation, Rule, WireError
+from ._sse import to_bytes
 
 __all__ = ["NON_JSON_MESSAGE", "parse_request", "wire_error"]
 
@@ -105,7 +106,7 @@ def wire_error(
     """The OpenAI error envelope; the real API pretty-prints it with four spaces."""
     error_type = "server_error" if status >= 500 else "invalid_request_error"
     envelope = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    body = (json.dumps(envelope, indent=4, ensure_ascii=False) + "\n").encode()
+    body = to_bytes(json.dumps(envelope, indent=4, ensure_ascii=False) + "\n")
     return WireError(
         status,
         body,
