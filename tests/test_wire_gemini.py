@@ -1121,7 +1121,8 @@ def test_sdk_generate_content_parses_calls(sdk: tuple[genai.Client, list[str]]) 
         response.model_version == MODEL
         and response.response_id == WIRE.encode_response(call_turn(), conversation())["responseId"]
     )
-    assert paths == [f"/v1/models/{MODEL}:generateContent"]  # google-genai's default API version
+    # google-genai 3.x defaults to the v1 API, 2.x (the newest on Python 3.10) to v1beta: both are served.
+    assert paths in ([f"/v1/models/{MODEL}:generateContent"], [f"/v1beta/models/{MODEL}:generateContent"])
 
 
 def test_sdk_stream_parses_chunks(sdk: tuple[genai.Client, list[str]]) -> None:
@@ -1131,7 +1132,7 @@ def test_sdk_stream_parses_chunks(sdk: tuple[genai.Client, list[str]]) -> None:
     streamed_calls = [call.name for chunk in chunks for call in chunk.function_calls or []]
     assert (text, streamed_calls) == ("Let me check.", ["get_weather", "get_time"])
     assert [bool(chunk.candidates and chunk.candidates[0].finish_reason) for chunk in chunks] == [False] * 4 + [True]
-    assert paths == [f"/v1/models/{MODEL}:streamGenerateContent"]
+    assert paths in ([f"/v1/models/{MODEL}:streamGenerateContent"], [f"/v1beta/models/{MODEL}:streamGenerateContent"])
 
 
 def test_sdk_function_response_round_trip(sdk: tuple[genai.Client, list[str]]) -> None:
