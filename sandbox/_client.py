@@ -42,6 +42,7 @@ class _Base:
                 f"complete() and stream() take a skyl.Request, got {type(request).__name__}. "
                 "Build one with skyl.Request(model=..., messages=[...])."
             )
+        request.check()  # the loop appends between requests: check what it appended
         encoded: EncodedRequest = self._wire.encode_request(request, stream=stream, api_key=self.api_key)
         body = json.dumps(encoded.json, separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"content-type": "application/json", **encoded.headers}

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
+
+from ._exceptions import UsageError
 
 __all__ = [
     "Message",
@@ -32,6 +34,7 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+_ROLES = ("system", "user", "assistant", "tool")
 
 
 class StopReason(str, enum.Enum):
@@ -68,6 +71,13 @@ class ToolCall:
     meta: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """Provider details a replay needs (an OpenAI Responses item id, a Gemini thought signature)."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.arguments, Mapping):
+            raise UsageError(
+                f"ToolCall arguments must be a dict, got {type(self.arguments).__name__}: {self.arguments!r}. "
+                "Decode the provider's JSON string with json.loads first."
+            )
+
 
 @dataclass(frozen=True)
 class ToolResult:
@@ -77,6 +87,15 @@ class ToolResult:
     content: str
     is_error: bool = False
     kind: Literal["tool_result"] = field(default="tool_result", repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.call_id, str):
+            raise UsageError(f"A tool result's call_id must be the call's id string (call.id), got {self.call_id!r}.")
+        if not isinstance(self.content, str):
+            raise UsageError(
+                f"A tool result's content must be a string, got {type(self.content).__name__}: "
+                f"{self.content!r:.80}. Providers accept text: json.dumps() structured results, str() others."
+            )
 
 
 Part = Text | ToolCall | ToolResult
@@ -90,8 +109,17 @@ class Message:
     content: Sequence[Part] = ()
 
     def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise UsageError(f"Message role={self.role!r}; use one of {', '.join(map(repr, _ROLES))}.")
+        content = (Text(self.content),) if isinstance(self.content, str) else tuple(self.content)
+        for part in content:
+            if not isinstance(part, (Text, ToolCall, ToolResult)):
+                raise UsageError(
+                    f"Message content holds parts (skyl.Text, skyl.ToolCall, skyl.ToolResult), got "
+                    f"{type(part).__name__}: {part!r:.80}. For plain text, pass a string or use skyl.user_text()."
+                )
         # A tuple keeps the turn exactly as the provider sent it, even if someone holds a reference.
-        object.__setattr__(self, "content", tuple(self.content))
+        object.__setattr__(self, "content", content)
 
     def text(self) -> str:
         """All text parts joined: what a person would read."""
@@ -134,12 +162,34 @@ class Request:
 
     model: str
     messages: list[Message] = field(default_factory=list)
+    _: KW_ONLY
     tools: Sequence[Tool] = ()
     tool_choice: ToolChoice | None = None
     max_tokens: int = 1024
     system: str | None = None
     temperature: float | None = None
     stop_sequences: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, list):
+            self.messages = list(self.messages)  # a tuple or generator: the loop must be able to append
+        self.check()
+
+    def check(self) -> None:
+        """Raise `UsageError` naming the first field a provider could not be sent."""
+        if not isinstance(self.model, str) or not self.model:
+            raise UsageError(f"Request model={self.model!r}: name the model (in the sandbox, the scenario).")
+        if not isinstance(self.messages, list):
+            raise UsageError(f"req.messages must be a list of skyl.Message, got {type(self.messages).__name__}.")
+        for index, message in enumerate(self.messages):
+            if not isinstance(message, Message):
+                raise UsageError(
+                    f"req.messages[{index}] is a {type(message).__name__}: {message!r:.80}. Append skyl.Message "
+                    "objects: resp.message, skyl.tool_result_message(call.id, text), skyl.user_text(text)."
+                )
+        for tool in self.tools:
+            if not isinstance(tool, Tool):
+                raise UsageError(f"Request tools must be skyl.Tool objects, got {type(tool).__name__}: {tool!r:.80}.")
 
 
 @dataclass(frozen=True)

@@ -297,11 +297,13 @@ def _decode_arguments(text: str, which: str) -> dict[str, Any]:
 def _stop_reason(has_calls: bool, response: Mapping[str, Any], refusal: bool) -> StopReason:
     """The Responses API has no finish_reason: the items and the status tell."""
     details = response.get("incomplete_details")
-    if has_calls:
-        return StopReason.TOOL_USE
+    # A truncated response says so even when it holds calls, as Anthropic's max_tokens does: the call
+    # list, not this, tells the loop whether to go on.
     if response.get("status") == "incomplete" and isinstance(details, dict):
         if details.get("reason") == "max_output_tokens":
             return StopReason.MAX_TOKENS
+    if has_calls:
+        return StopReason.TOOL_USE
     return StopReason.REFUSAL if refusal else StopReason.END_TURN
 
 
