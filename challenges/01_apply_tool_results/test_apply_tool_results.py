@@ -1,0 +1,58 @@
+"""Grading for 01_apply_tool_results: the assistant turn once, then one result per call, in call order.
+
+The grader fetches the model's turn, hands it to apply_tool_results(), then sends the request it
+built to the provider: what the provider accepts, and the order of the results it received, decide.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.grading import PROVIDERS, Challenge
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("scenario", ["single_call", "parallel_calls"])
+def test_appends_the_turn_then_one_result_per_call(challenge: Challenge, scenario: str, provider: str) -> None:
+    apply_tool_results = challenge.function("apply_tool_results")
+    talk = challenge.dialogue(scenario, provider)
+    resp = talk.first_response()
+    results = {call.id: talk.output(call) for call in resp.tool_calls()}
+    outcome = talk.call(apply_tool_results, talk.request, resp, results)
+    talk.expect_applied(outcome)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_results_follow_the_calls_not_the_dict(challenge: Challenge, provider: str) -> None:
+    apply_tool_results = challenge.function("apply_tool_results")
+    talk = challenge.dialogue("parallel_calls", provider)
+    resp = talk.first_response()
+    results = {call.id: talk.output(call) for call in reversed(resp.tool_calls())}
+    outcome = talk.call(apply_tool_results, talk.request, resp, results)
+    talk.expect_applied(outcome)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("scenario", "unanswered"), [("single_call", 0), ("parallel_calls", 1)])
+def test_a_call_without_a_result_gets_an_error_result(
+    challenge: Challenge, scenario: str, unanswered: int, provider: str
+) -> None:
+    apply_tool_results = challenge.function("apply_tool_results")
+    talk = challenge.dialogue(scenario, provider)
+    resp = talk.first_response()
+    calls = resp.tool_calls()
+    results = {call.id: talk.output(call) for index, call in enumerate(calls) if index != unanswered}
+    talk.expect_error_for(calls[unanswered])
+    outcome = talk.call(apply_tool_results, talk.request, resp, results)
+    talk.expect_applied(outcome)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_results_for_ids_never_called_are_left_out(challenge: Challenge, provider: str) -> None:
+    apply_tool_results = challenge.function("apply_tool_results")
+    talk = challenge.dialogue("parallel_calls", provider)
+    resp = talk.first_response()
+    stale = {"call_from_an_earlier_turn": "stale output"}
+    results = {**stale, **{call.id: talk.output(call) for call in resp.tool_calls()}}
+    outcome = talk.call(apply_tool_results, talk.request, resp, results)
+    talk.expect_applied(outcome)

@@ -1,0 +1,42 @@
+"""Grading for 05_streaming: your collect_stream() rebuilds the turn a stream carried, and complete()
+streams every turn. skyl's own collector is taken away for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.grading import PROVIDERS, Challenge, take_away_collect_stream
+
+
+@pytest.fixture(autouse=True)
+def _write_your_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    take_away_collect_stream(monkeypatch)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("scenario", ["plain_text", "single_call", "parallel_calls"])
+def test_collect_stream_rebuilds_the_turn(challenge: Challenge, scenario: str, provider: str) -> None:
+    collect_stream = challenge.function("collect_stream")
+    talk = challenge.dialogue(scenario, provider)
+    stream = talk.stream_for()
+    outcome = talk.call(collect_stream, stream)
+    talk.expect_rebuilt(outcome, stream)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("scenario", ["single_call", "parallel_calls", "multi_step"])
+def test_complete_streams_every_turn(challenge: Challenge, scenario: str, provider: str) -> None:
+    complete = challenge.function("complete")
+    talk = challenge.dialogue(scenario, provider)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_answer(outcome, bound=5)
+    talk.expect_streamed()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_complete_is_still_bounded(challenge: Challenge, provider: str) -> None:
+    complete = challenge.function("complete")
+    talk = challenge.dialogue("runaway", provider)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_gave_up(outcome, bound=5)
+    talk.expect_streamed()

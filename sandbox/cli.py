@@ -1,0 +1,266 @@
+"""The `sandbox` command: work through the challenges, read the scenarios, serve the sandbox.
+
+sandbox list                 each challenge with its status and a progress bar
+sandbox check [N]            grade challenge N (or all of them)
+sandbox hint N               the next hint for challenge N
+sandbox watch                re-grade on save: the first unfinished challenge, one failure at a time
+sandbox solution N           the reference solution, once N passes
+sandbox scenarios            the scenario catalogue
+sandbox replay SCENARIO      a reference run of a scenario, request by request
+sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import _catalogue, skyl
+from ._asgi import serve
+from ._engine import DEFAULT_BUDGET, Engine
+from ._exceptions import SandboxError
+from ._transport import transport
+from .grading._dialogue import call_key
+from .grading._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading._progress import Progress
+from .grading._state import State
+from .grading._transcript import describe_call, describe_message, quote
+from .wire import PROVIDERS
+
+__all__ = ["main"]
+
+REPLAY_ROUNDS = 5
+
+
+class CommandError(Exception):
+    """Bad input on the command line: printed as `sandbox: error: ...`, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (CommandError, SandboxError) as error:
+        print(f"sandbox: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sandbox",
+        description="skyl-sandbox: graded tool-loop challenges and an offline fake LLM provider.",
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument(
+        "--dir", type=Path, default=None, help="the challenges folder (default: ./challenges, or the one above)"
+    )
+
+    def command(
+        name: str, summary: str, handler: object, parents: list[argparse.ArgumentParser]
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=summary, description=summary, parents=parents)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    command("list", "List the challenges with their status and a progress bar.", _list, [where])
+    check = command("check", "Grade challenge N with pytest (every challenge without N).", _check, [where])
+    check.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    hint = command("hint", "Show the next hint for challenge N (one more each time).", _hint, [where])
+    hint.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    watch = command(
+        "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
+    )
+    watch.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between checks (default 1)")
+    solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
+    solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    command("scenarios", "List the scenario catalogue with descriptions.", _scenarios, [])
+    replay = command("replay", "Run the lesson's loop on a scenario and print the transcript.", _replay, [])
+    replay.add_argument("scenario", help="a scenario name (see `sandbox scenarios`)")
+    replay.add_argument("--provider", default="openai", choices=PROVIDERS, help="the wire format (default openai)")
+    replay.add_argument("--wire", action="store_true", help="also print each request and response body")
+    serve_ = command("serve", "Serve the sandbox over HTTP: all four wire formats at their real paths.", _serve, [])
+    serve_.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    serve_.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
+    serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
+    serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+    return parser
+
+
+# -- the challenges ----------------------------------------------------------------------------------
+
+
+def _challenges(args: argparse.Namespace) -> tuple[Path, list[ChallengeInfo]]:
+    start = args.dir or Path.cwd()
+    root = find_root(start)
+    if root is None:
+        raise CommandError(
+            f"no challenges folder at or above {start} (looking for challenges/hints.toml). Run sandbox "
+            "from your clone of skyl-sandbox, or pass --dir path/to/challenges."
+        )
+    return root, load_challenges(root)
+
+
+def _pick(challenges: list[ChallengeInfo], number: str) -> ChallengeInfo:
+    try:
+        return select(challenges, number)
+    except LookupError as error:
+        raise CommandError(str(error)) from None
+
+
+def _list(args: argparse.Namespace) -> int:
+    root, challenges = _challenges(args)
+    progress = Progress(root, challenges)
+    print(f"Challenges in {root}\n")
+    print("\n".join(progress.lines(progress.tallies())))
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    root, challenges = _challenges(args)
+    chosen = [_pick(challenges, args.number)] if args.number else challenges
+    return Progress(root, challenges).run(chosen)
+
+
+def _hint(args: argparse.Namespace) -> int:
+    root, challenges = _challenges(args)
+    info = _pick(challenges, args.number)
+    if not info.hints:
+        raise CommandError(f"{info.name} has no hints in {root / 'hints.toml'}.")
+    state = State(root)
+    shown = min(state.hints.get(info.name, 0) + 1, len(info.hints))
+    state.hints[info.name] = shown
+    state.save()
+    print(f"{info.name}: {info.title}")
+    print(_wrap("Rule: ", info.rule))
+    for number, text in enumerate(info.hints[:shown], 1):
+        print()
+        print(_wrap(f"Hint {number}/{len(info.hints)}: ", text))
+    print()
+    if shown < len(info.hints):
+        print(f"Run `sandbox hint {info.number}` again for the next hint.")
+    else:
+        print(f"That was the last hint. Read {info.folder / 'README.md'} again, and the transcript in the failure.")
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise CommandError(f"--interval {args.interval}: use a number of seconds above 0.")
+    root, challenges = _challenges(args)
+    print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
+    try:
+        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True))
+    except KeyboardInterrupt:
+        print("\nStopped watching.")
+    return 0
+
+
+def _solution(args: argparse.Namespace) -> int:
+    root, challenges = _challenges(args)
+    info = _pick(challenges, args.number)
+    tally = Progress(root, [info]).tallies()[info.name]
+    if tally.status != "passed":
+        print(
+            f"{info.name} is {tally.status} ({tally.passed}/{tally.total} tests pass). Its solution unlocks once "
+            f"`sandbox check {info.number}` passes; `sandbox hint {info.number}` reveals hints one at a time.",
+            file=sys.stderr,
+        )
+        return 1
+    path = root.parent / "solutions" / f"{info.name}.py"
+    if not path.is_file():
+        raise CommandError(f"no reference solution at {path}.")
+    print(f"# {path}: compare it with your {info.exercise.name}\n")
+    print(path.read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _wrap(label: str, text: str) -> str:
+    return textwrap.fill(text, 100, initial_indent=label, subsequent_indent=" " * len(label))
+
+
+# -- the sandbox -------------------------------------------------------------------------------------
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    for name, scenario in sorted(_catalogue.catalogue().items()):
+        print(name)
+        print(textwrap.fill(scenario.description, 100, initial_indent="    ", subsequent_indent="    "))
+        print()
+    print("A request's model field names its scenario: skyl.Request(model='single_call', ...).")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
+    scenario = _catalogue.get_scenario(args.scenario)
+    door = transport(scenario)
+    client = skyl.Client(args.provider, transport=door)
+    request = skyl.Request(model=scenario.name, messages=[skyl.user_text(scenario.prompt)], tools=list(scenario.tools))
+    summary = " ".join(scenario.description.split()).split(". ")[0].rstrip(".")
+    print(f"Scenario {scenario.name} on {args.provider}: {summary}.\n")
+    history: list[str] = []
+    for number in range(1, REPLAY_ROUNDS + 1):
+        label = f"request {number}"
+        if number == 1:
+            print(_step(label, "user", quote(scenario.prompt)))
+            label = ""
+        response = client.complete(request)
+        if args.wire:
+            exchange = door.journal[-1]
+            print(f"\n--- request {number}: POST {exchange.path}\n{_indented(exchange.request_body)}")
+            print(f"--- response {number}: {exchange.status}\n{_indented(exchange.body)}\n")
+        print(_step(label, "reply", describe_message(response.message)))
+        calls = response.tool_calls()
+        if not calls:
+            print(f"\nDone after {number} request(s): the model answered without asking for tools.")
+            return 0
+        request.messages.append(response.message)
+        for call in calls:
+            output = scenario.tool_outputs.get(call_key(call), "")
+            history.append(call.name)
+            print(_step("", "run", f"{describe_call(call)} -> {quote(output)}"))
+            request.messages.append(skyl.tool_result_message(call.id, output))
+    print(
+        f"\nThe loop gave up after {REPLAY_ROUNDS} tool rounds; call sequence was [{' '.join(history)}]: "
+        "check what these tools return."
+    )
+    return 0
+
+
+def _indented(body: bytes) -> str:
+    """A JSON body made readable; a stream's SSE frames as they were sent."""
+    try:
+        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    except ValueError:
+        return body.decode("utf-8", errors="replace")
+
+
+def _step(label: str, role: str, text: str) -> str:
+    return f"{label:<11}{role:<7}{text}"
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if args.scenarios is not None and not args.scenarios.is_dir():
+        raise CommandError(f"--scenarios {args.scenarios}: no such folder of *.toml scenario files.")
+    scenarios = _catalogue.load_scenarios([args.scenarios]) if args.scenarios else None
+    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget)
+    base = f"http://{args.host}:{args.port}"
+    print(f"Serving the sandbox at {base} (Ctrl-C to stop).")
+    print(f"  OpenAI (Chat and Responses): base_url={base}/v1    Anthropic, Gemini: base_url={base}")
+    if engine.pinned is not None:
+        print(f"  Every request plays scenario {engine.pinned.name!r}.")
+    else:
+        print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
+    serve(engine, host=args.host, port=args.port)
+    return 0

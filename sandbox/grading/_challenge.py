@@ -1,0 +1,143 @@
+"""What a grading test gets from the `challenge` fixture: the implementation under test, and
+dialogues with the sandbox built for it."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import pytest
+
+from ._dialogue import Dialogue
+from ._load import ImplementationError, load_implementation, unload
+
+__all__ = ["Challenge", "Deadlines", "Implementations", "take_away_collect_stream"]
+
+
+class Deadlines:
+    """The per-test time limit. After a hang, the rest of that challenge's tests get a short one:
+    a correct solution answers in milliseconds, and one hang should not stall a whole run."""
+
+    def __init__(self, seconds: float, after_hang: float = 0.5) -> None:
+        self.seconds = seconds
+        self.after_hang = min(seconds, after_hang)
+        self._hung: set[str] = set()
+
+    def for_challenge(self, name: str) -> float:
+        return self.after_hang if name in self._hung else self.seconds
+
+    def record_hang(self, name: str) -> None:
+        self._hung.add(name)
+
+
+class Implementations:
+    """Each implementation file imported once per session, on first use; import errors remembered."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[Path, ModuleType | ImplementationError] = {}
+
+    def get(self, path: Path, shown_as: str) -> ModuleType:
+        if path not in self._loaded:
+            try:
+                self._loaded[path] = load_implementation(path, shown_as)
+            except ImplementationError as error:
+                self._loaded[path] = error
+        found = self._loaded[path]
+        if isinstance(found, ImplementationError):
+            raise found
+        return found
+
+    def unload_all(self) -> None:
+        for path in self._loaded:
+            unload(path)
+        self._loaded.clear()
+
+
+class Challenge:
+    """One challenge, for one grading test."""
+
+    def __init__(
+        self, name: str, source: Path, shown_as: str, implementations: Implementations, deadlines: Deadlines
+    ) -> None:
+        self.name = name
+        """The folder name, `02_bounded_loop`."""
+        self.source = source
+        """The implementation file under test: the learner's exercise.py, or `--impl DIR/<name>.py`."""
+        self.shown_as = shown_as
+        self._implementations = implementations
+        self._deadlines = deadlines
+        self._dialogues: list[Dialogue] = []
+
+    @property
+    def module(self) -> ModuleType:
+        __tracebackhide__ = True
+        try:
+            return self._implementations.get(self.source, self.shown_as)
+        except ImplementationError as error:
+            pytest.fail(str(error), pytrace=False)
+
+    def function(self, name: str, *, asynchronous: bool = False) -> Callable[..., Any]:
+        """The learner's function `name`, checked to exist (and to be `async def` when asked)."""
+        __tracebackhide__ = True
+        function: Callable[..., Any] | None = getattr(self.module, name, None)
+        if function is None or not callable(function):
+            pytest.fail(
+                f"{self.shown_as} has no function {name}(). Keep the name and signature from the starter file.",
+                pytrace=False,
+            )
+        if asynchronous and not inspect.iscoroutinefunction(function):
+            pytest.fail(
+                f"{name}() in {self.shown_as} must be defined with `async def`: it awaits the client and the "
+                "tool calls.",
+                pytrace=False,
+            )
+        return function
+
+    def dialogue(
+        self,
+        scenario: str,
+        provider: str,
+        *,
+        mode: Literal["sync", "async"] = "sync",
+        failing: Mapping[str, str] | None = None,
+        unknown_tools: Collection[str] = (),
+    ) -> Dialogue:
+        """A fresh conversation with `scenario` on `provider`'s wire format; see `Dialogue`."""
+        dialogue = Dialogue(self, scenario, provider, mode=mode, failing=failing, unknown_tools=unknown_tools)
+        self._dialogues.append(dialogue)
+        return dialogue
+
+    def deadline(self) -> float:
+        return self._deadlines.for_challenge(self.name)
+
+    def record_hang(self) -> None:
+        self._deadlines.record_hang(self.name)
+
+    def not_started(self, function: str) -> str:
+        return f"{self.name}: not started ({function}() in {self.shown_as} still raises NotImplementedError)"
+
+    def close(self) -> None:
+        for dialogue in self._dialogues:
+            dialogue.close()
+
+
+def take_away_collect_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make skyl's own stream assembly fail with a message, for challenge 05, whose point is to write it.
+
+    The grader's reference collector was bound at import (`_clients.TeeStream`) and keeps working.
+    """
+    from .. import _collect, skyl
+
+    class OffLimits:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pytest.fail(
+                "This challenge asks you to rebuild the turn yourself: skyl.collect_stream and "
+                "skyl.StreamCollector are off limits here. Write your own collect_stream(stream).",
+                pytrace=False,
+            )
+
+    monkeypatch.setattr(_collect, "StreamCollector", OffLimits)
+    monkeypatch.setattr(skyl, "StreamCollector", OffLimits)

@@ -1,0 +1,386 @@
+"""A grading conversation: one scenario on one wire format, with the learner's code in the middle.
+
+A `Dialogue` hands the learner a client wired to the in-process sandbox, a fresh request and a
+`run` function, then judges what reached the provider (the transport's journal), how many requests
+were made, and the types returned. Every `expect_*` method either returns or fails the test with
+feedback that teaches (`_verdicts.Verdicts`).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
+
+import pytest
+
+from .. import _catalogue, _transport
+from .._exceptions import ProviderError
+from .._scenario import Call
+from .._types import Request, Response, ToolCall, user_text
+from ._checks import EXPECT_ERROR, missing_from_report
+from ._clients import RecordingAsyncClient, RecordingClient, Sent, TeeStream
+from ._feedback import NotStarted
+from ._lessons import AWAIT, BOUND, CONCURRENT, END, MISSING, REPORT, STREAM, TOOL_FAILED, Lesson
+from ._probe import WAIT, ConcurrencyProbe
+from ._runner import Outcome, TimedOut, call_with_deadline
+from ._transcript import describe_call, quote
+from ._verdicts import Verdicts, short
+
+if TYPE_CHECKING:
+    from ._challenge import Challenge
+
+__all__ = ["BUDGET", "Dialogue"]
+
+BUDGET = 20
+"""Model requests per dialogue: a runaway loop fails its own test after this many."""
+
+
+def call_key(call: ToolCall) -> str:
+    """`get_weather(city='Paris')`: how a scenario's `tool_outputs` name a call."""
+    return repr(Call(call.name, dict(call.arguments)))
+
+
+class Dialogue(Verdicts):
+    """One scenario on one provider. Build it with `challenge.dialogue(...)`."""
+
+    def __init__(
+        self,
+        owner: Challenge,
+        scenario: str,
+        provider: str,
+        *,
+        mode: Literal["sync", "async"] = "sync",
+        failing: Mapping[str, str] | None = None,
+        unknown_tools: Collection[str] = (),
+    ) -> None:
+        self.owner = owner
+        self.scenario = _catalogue.get_scenario(scenario)
+        self.provider = provider
+        self.transport = _transport.transport(self.scenario, budget=BUDGET)
+        self.journal = self.transport.journal
+        self.sent: Sent = {}
+        self.client: RecordingClient | RecordingAsyncClient
+        self.probe: ConcurrencyProbe | None = None
+        self.run: Callable[[ToolCall], Any]
+        if mode == "async":
+            self.client = RecordingAsyncClient(provider, transport=self.transport, sent=self.sent)
+            self.probe = ConcurrencyProbe(self.journal, self.output)
+            self.run = self.probe.run
+        else:
+            self.client = RecordingClient(provider, transport=self.transport, sent=self.sent)
+            self.run = self.output
+        self.request = Request(
+            model=self.scenario.name, messages=[user_text(self.scenario.prompt)], tools=list(self.scenario.tools)
+        )
+        self.failing = dict(failing or {})
+        """Calls (`get_weather(city='Pariss')`) whose `run` raises RuntimeError with this message."""
+        self.unknown_tools = set(unknown_tools)
+        """Tool names `run` does not know: it raises KeyError, as a dict of tools would."""
+        self.tool_errors: list[BaseException] = []
+        """What `run` raised: a learner exception caused by one of these came from a failing tool."""
+        self._errors_expected: set[str] = set()
+        self.function = "your code"
+        self.source = owner.source
+        self.budget = BUDGET
+
+    def close(self) -> None:
+        if isinstance(self.client, RecordingClient):
+            self.client.close()
+
+    # -- the tools the model calls ------------------------------------------------------------------
+
+    def output(self, call: ToolCall) -> str:
+        """What `run(call)` returns; raises as the scenario's failing tools do."""
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"run() takes a skyl.ToolCall from resp.tool_calls(), got {type(call).__name__}: {call!r}")
+        key = call_key(call)
+        if call.name in self.unknown_tools or key in self.failing:
+            error = KeyError(call.name) if call.name in self.unknown_tools else RuntimeError(self.failing[key])
+            self.tool_errors.append(error)
+            raise error
+        if key not in self.scenario.tool_outputs:
+            raise LookupError(f"run() was given {key}, which the model did not ask for.")
+        return self.scenario.tool_outputs[key]
+
+    def expect_error_for(self, call: ToolCall) -> None:
+        """`call` must be answered with an error result (challenge 01: it has no entry in `results`).
+
+        Keyed by name and arguments, not id: Gemini has no call ids on the wire."""
+        self._errors_expected.add(call_key(call))
+
+    def expected(self, call: ToolCall) -> object:
+        key = call_key(call)
+        if key in self._errors_expected or key in self.failing or call.name in self.unknown_tools:
+            return EXPECT_ERROR
+        return self.scenario.tool_outputs.get(key)
+
+    # -- running the learner's code -----------------------------------------------------------------
+
+    def call(self, function: Callable[..., Any], *args: Any) -> Outcome:
+        """Call the learner's `function(*args)` under the deadline. Not started and hangs end the test here."""
+        __tracebackhide__ = True
+        self.function = getattr(function, "__name__", "your code")
+        seconds = self.owner.deadline()
+        try:
+            outcome: Outcome | None = call_with_deadline(function, args, seconds)
+        except TimedOut:
+            outcome = None  # failing outside the except block keeps the grader's exception out of the report
+        if outcome is None:
+            self.owner.record_hang()
+            self.hung(seconds, self.owner.name, self.owner.deadline())
+        if self.probe is not None and self.probe.never_awaited():
+            self.fail(
+                f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, "
+                "and a coroutine object went where its output belongs.",
+                lesson=AWAIT,
+            )
+        if isinstance(outcome.error, NotImplementedError):
+            raise NotStarted(self.owner.not_started(self.function), pytrace=False)
+        if isinstance(outcome.error, (pytest.fail.Exception, pytest.skip.Exception)):
+            raise outcome.error
+        return outcome
+
+    def first_response(self) -> Response:
+        """The model's first turn, fetched by the grader (challenge 01 starts from it)."""
+        assert isinstance(self.client, RecordingClient)
+        return self.client.complete(self.request)
+
+    def stream_for(self) -> TeeStream:
+        """A stream of the model's first turn, for the learner's collect_stream."""
+        assert isinstance(self.client, RecordingClient)
+        return TeeStream(self.client.stream(self.request))
+
+    # -- verdicts -----------------------------------------------------------------------------------
+
+    def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Response:
+        """The loop returned the model's final answer, and every request before it was right."""
+        __tracebackhide__ = True
+        self.check_progress()
+        self.check_rejections()
+        if outcome.error is not None:
+            self.raised(outcome.error, "returning the model's final answer", self._lesson_for_raise(outcome.error))
+        response = self.check_response(outcome.value)
+        last = self.journal.last
+        if last is None or last.turn is None:
+            self.fail(f"{self.function}() returned without asking the model anything.")
+        calls = response.tool_calls()
+        if calls:
+            self.fail(
+                f"{self.function}() returned a response that still asks for "
+                f"{', '.join(describe_call(call) for call in calls)}: the model was not done "
+                f"(its stop reason said {response.stop_reason.value!r}).",
+                exchange=last,
+                lesson=END,
+            )
+        asked = last.turn.message.tool_calls()
+        if asked:
+            self.fail(
+                f"{self.function}() returned a turn without tool calls, but the model's last turn asked for "
+                f"{', '.join(describe_call(call, with_id=False) for call in asked)}: the calls were lost on the "
+                "way, and the loop stopped before the model was done.",
+                exchange=last,
+                lesson=STREAM if last.is_stream else END,
+            )
+        if response.text() != last.turn.message.text():
+            self.fail(
+                f"{self.function}() returned a response that is not the model's final answer: its text is "
+                f"{quote(response.text())}, the answer's is {quote(last.turn.message.text())}. Return the "
+                "response whose tool_calls() is empty, as you received it.",
+                exchange=last,
+            )
+        if bound is not None and len(self.journal) > bound:
+            self.fail(f"{self.function}() made {len(self.journal)} requests; at most {bound} are allowed.")
+        self.check_order(last)
+        return response
+
+    def expect_gave_up(self, outcome: Outcome, *, bound: int = 5) -> BaseException:
+        """The loop raised once the bound was hit: after exactly `bound` requests."""
+        __tracebackhide__ = True
+        self.check_progress()
+        self.check_rejections()
+        made = len(self.journal)
+        if made > bound:
+            ending = "raising" if outcome.error is not None else "returning"
+            self.fail(
+                f"{self.function}() on {self.where} made {made} requests before {ending}; the bound is {bound}. "
+                "A legitimate task may need more rounds, but the loop must still give up at the bound.",
+                lesson=BOUND,
+            )
+        if outcome.error is None:
+            self.fail(
+                f"{self.function}() returned {short(outcome.value)} after {made} requests, but the model "
+                "was still asking for tools. When the bound is hit the loop should raise an exception, so "
+                "the caller knows it gave up.",
+                exchange=self.journal.last,
+                lesson=BOUND,
+            )
+        if made < bound:
+            self.fail(
+                f"{self.function}() raised after only {made} request(s), while the model was still working. "
+                f"A legitimate task can take several rounds: give up after {bound} requests, not fewer.",
+                details=self.learner_frames(outcome.error),
+                lesson=STREAM if self._in_collector(outcome.error) else BOUND,
+            )
+        last = self.journal.last
+        assert last is not None
+        self.check_order(last)
+        return outcome.error
+
+    def expect_runaway_report(self, error: BaseException) -> None:
+        """The error names the bound, the calls in order, and says to check what the tools return."""
+        __tracebackhide__ = True
+        turns = [[call.name for call in ex.turn.message.tool_calls()] for ex in self.journal if ex.turn]
+        sequences = [[name for turn in turns for name in turn], [name for turn in turns[:-1] for name in turn]]
+        tools = {tool.name for tool in self.scenario.tools}
+        missing = missing_from_report(str(error), len(self.journal), sequences, tools)
+        if missing:
+            self.fail(
+                f"{self.function}() gave up on {self.where}, but its error does not say enough to debug "
+                f"the runaway. It said:\n    {type(error).__name__}: {error}\nIt should also name:",
+                details=[f"- {item}" for item in missing],
+                lesson=REPORT,
+            )
+
+    def expect_applied(self, outcome: Outcome) -> Response:
+        """Challenge 01: the learner appended the turn and the results; the provider accepts them."""
+        __tracebackhide__ = True
+        if outcome.error is not None:
+            self.raised(outcome.error, "appending to req.messages", MISSING if self._errors_expected else None)
+        if outcome.value is not None:
+            self.fail(
+                f"{self.function}() returned {short(outcome.value)}; it should return None and change "
+                "req.messages in place."
+            )
+        if len(self.journal) != 1:
+            self.fail(f"{self.function}() sent requests itself; it should only append to req.messages.")
+        assert isinstance(self.client, RecordingClient)
+        try:
+            answer: Response | None = self.client.complete(self.request)
+        except ProviderError:
+            answer = None  # the journal holds the rejection; failing here would chain the client's error
+        self.check_rejections(f"The conversation {self.function}() built for {self.where}")
+        assert answer is not None
+        first, last = self.journal[0], self.journal[-1]
+        assert first.turn is not None and last.conversation is not None
+        appended = len(last.conversation.messages) - 1
+        wanted = 1 + len(first.turn.message.tool_calls())
+        if appended == 0:
+            self.fail(
+                f"{self.function}() did not append anything to req.messages: the request still holds only the "
+                "user's message. Append to req.messages itself, not to a copy of it.",
+                exchange=last,
+            )
+        if appended != wanted:
+            self.fail(
+                f"{self.function}() appended {appended} message(s); the turn and one result per call make {wanted}.",
+                exchange=last,
+            )
+        self.check_order(last)
+        return answer
+
+    def expect_rebuilt(self, outcome: Outcome, stream: TeeStream) -> Response:
+        """Challenge 05: the learner's collector rebuilt the turn the stream carried."""
+        __tracebackhide__ = True
+        self.check_rejections()
+        if outcome.error is not None:
+            self.raised(outcome.error, "returning the rebuilt turn", STREAM)
+        response = self.check_response(outcome.value)
+        reference = stream.reference()
+        if reference is None:
+            self.fail(f"{self.function}() returned before reading the stream to its end.", lesson=STREAM)
+        differences = _differences(response, reference)
+        if differences:
+            self.fail(
+                f"{self.function}() rebuilt a different turn from the one the stream carried:",
+                details=[f"- {line}" for line in differences],
+                lesson=STREAM,
+            )
+        return response
+
+    def expect_streamed(self) -> None:
+        """Challenge 05: every turn was streamed."""
+        __tracebackhide__ = True
+        for number, exchange in enumerate(self.journal, 1):
+            if exchange.conversation is not None and not exchange.conversation.stream:
+                self.fail(
+                    f"{self.function}() sent request {number} without streaming: use client.stream(req) "
+                    "for every turn, and rebuild the turn with your collect_stream().",
+                    lesson=STREAM,
+                )
+
+    def expect_concurrent(self) -> None:
+        """Challenge 08: the calls of each turn were all in flight at once."""
+        __tracebackhide__ = True
+        assert self.probe is not None, "expect_concurrent() needs a dialogue opened with mode='async'"
+        if self.probe.one_at_a_time is not None:
+            number, call = self.probe.one_at_a_time
+            self.fail(
+                f"{self.function}() ran the calls of turn {number} one at a time: run({describe_call(call)}) "
+                f"waited {WAIT} s for the turn's other calls to start, and none did.",
+                lesson=CONCURRENT,
+            )
+
+    def raised(self, error: BaseException, instead: str, lesson: Lesson | None = None) -> NoReturn:
+        """A failing tool behind the learner's exception (even wrapped in another) outranks any lesson."""
+        __tracebackhide__ = True
+        chain: BaseException | None = error
+        for _ in range(8):
+            if chain is None:
+                break
+            if any(chain is failure for failure in self.tool_errors):
+                lesson = TOOL_FAILED
+                break
+            chain = chain.__cause__ or chain.__context__
+        super().raised(error, instead, lesson)
+
+    def _frames(self, error: BaseException) -> list[traceback.FrameSummary]:
+        return [frame for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == self.source]
+
+    def _in_collector(self, error: BaseException) -> bool:
+        return any(frame.name == "collect_stream" for frame in self._frames(error))
+
+    def _lesson_for_raise(self, error: BaseException) -> Lesson | None:
+        """Why the learner's code raised before the answer: a bug in their collector, or a bound set too
+        low (a `raise` of their own while the model was still asking for tools)."""
+        if self._in_collector(error):
+            return STREAM
+        frames = self._frames(error)
+        last = self.journal.last
+        deliberate = bool(frames) and (frames[-1].line or "").lstrip().startswith("raise")
+        if not deliberate or last is None or last.turn is None or not last.turn.message.tool_calls():
+            return None
+        if any(step.repeat != "once" for step in self.scenario.steps):
+            return BOUND
+        needed = len(self.scenario.steps)
+        return Lesson(
+            BOUND.rule,
+            f"The loop gave up after {len(self.journal)} request(s) while the model was still working: "
+            f"{self.where} needs {needed} ({needed - 1} rounds of tool calls, then the answer). "
+            "Legitimate tasks rarely need more than three rounds: bound the loop at 5, not fewer.",
+        )
+
+
+def _differences(mine: Response, reference: Response) -> list[str]:
+    found = []
+    if mine.message.role != "assistant":
+        found.append(f"role: {mine.message.role!r}, expected 'assistant'")
+    if mine.text() != reference.text():
+        found.append(f"text: {quote(mine.text())}, expected {quote(reference.text())}")
+    want = [(call.id, call.name, dict(call.arguments)) for call in reference.tool_calls()]
+    calls = mine.tool_calls()
+    if not all(isinstance(call, ToolCall) for call in calls):
+        found.append("tool calls: build each one as skyl.ToolCall(id, name, arguments)")
+    elif not all(isinstance(call.arguments, Mapping) for call in calls):
+        found.append("tool calls: arguments must be a dict: parse the joined JSON fragments with json.loads")
+    else:
+        got = [(call.id, call.name, dict(call.arguments)) for call in calls]
+        if got != want:
+            found.append(
+                f"tool calls: [{', '.join(describe_call(call) for call in calls)}], expected "
+                f"[{', '.join(describe_call(call) for call in reference.tool_calls())}]"
+            )
+    if mine.stop_reason != reference.stop_reason:
+        found.append(f"stop_reason: {mine.stop_reason!r}, expected {reference.stop_reason!r} (from MessageEnd)")
+    return found

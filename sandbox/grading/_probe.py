@@ -1,0 +1,87 @@
+"""The async `run` of challenge 08: it proves that the calls of a turn ran concurrently.
+
+Each call waits until every call of its turn is in flight; if none of its siblings start within
+`WAIT`, the turn ran one call at a time. Once all are in flight they finish last-first, so a loop
+that appends results as they complete (instead of in call order) is always caught, not only when
+the scheduler happens to reorder them. Every coroutine handed out is kept, so one the learner never
+awaited is reported (and closed, so Python does not warn about it later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._transport import Journal
+from .._types import ToolCall
+
+__all__ = ["WAIT", "ConcurrencyProbe"]
+
+WAIT = 0.5
+"""How long a call waits for its turn's other calls to start before the turn counts as sequential."""
+
+
+@dataclass
+class _Turn:
+    calls: list[ToolCall]
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    finished: dict[int, asyncio.Event] = field(default_factory=dict)
+    claimed: set[int] = field(default_factory=set)
+
+    def position(self, call: ToolCall) -> int:
+        """The call's place in the turn, by name and arguments: Gemini's ids are the client's own."""
+        for index, known in enumerate(self.calls):
+            if index not in self.claimed and known.name == call.name and dict(known.arguments) == dict(call.arguments):
+                self.claimed.add(index)
+                return index
+        index = len(self.claimed)
+        self.claimed.add(index)
+        return index
+
+
+class ConcurrencyProbe:
+    def __init__(self, journal: Journal, output: Callable[[ToolCall], str]) -> None:
+        self._journal = journal
+        self._output = output
+        self._turns: dict[int, _Turn] = {}
+        self._handed_out: list[Coroutine[Any, Any, str]] = []
+        self.one_at_a_time: tuple[int, ToolCall] | None = None
+        """The turn (its request number) and the call that waited in vain for its siblings."""
+
+    def run(self, call: ToolCall) -> Coroutine[Any, Any, str]:
+        """What the learner gets as `run`: a coroutine per call, as an `async def` tool would return."""
+        coroutine = self._run(call)
+        self._handed_out.append(coroutine)
+        return coroutine
+
+    def never_awaited(self) -> int:
+        """How many coroutines were never awaited; they are closed, so Python will not warn about them."""
+        waiting = [c for c in self._handed_out if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
+        for coroutine in waiting:
+            coroutine.close()
+        return len(waiting)
+
+    async def _run(self, call: ToolCall) -> str:
+        number = len(self._journal)
+        last = self._journal.last
+        calls = last.turn.message.tool_calls() if last is not None and last.turn is not None else []
+        turn = self._turns.setdefault(number, _Turn(calls))
+        position = turn.position(call)
+        if len(turn.claimed) >= len(turn.calls):
+            turn.started.set()
+        if self.one_at_a_time is None:
+            try:
+                await asyncio.wait_for(turn.started.wait(), WAIT)
+            except asyncio.TimeoutError:
+                self.one_at_a_time = (number, call)
+        if self.one_at_a_time is None and position + 1 < len(turn.calls):
+            later = turn.finished.setdefault(position + 1, asyncio.Event())
+            try:
+                await asyncio.wait_for(later.wait(), WAIT)
+            except asyncio.TimeoutError:
+                pass  # that call never ran: the order of results is checked on what was sent
+        turn.finished.setdefault(position, asyncio.Event()).set()
+        return self._output(call)

@@ -1,0 +1,97 @@
+"""Grading from the command line: pytest in a subprocess (a hanging learner cannot take the CLI with
+it), and the progress the plugin records in the state file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ._meta import ChallengeInfo
+from ._state import State
+from ._summary import Tally, challenge_lines
+
+__all__ = ["Progress", "pytest_command"]
+
+
+def pytest_command(root: Path, challenges: Sequence[ChallengeInfo], *extra: str) -> list[str]:
+    paths = [challenge.folder.relative_to(root.parent).as_posix() for challenge in challenges]
+    color = ["--color=yes"] if sys.stdout.isatty() else []
+    return [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *color, *extra]
+
+
+class Progress:
+    """The challenge set's grades, kept fresh: a challenge whose exercise changed is graded again."""
+
+    def __init__(self, root: Path, challenges: Sequence[ChallengeInfo]) -> None:
+        self.root = root
+        self.challenges = list(challenges)
+
+    def run(self, challenges: Sequence[ChallengeInfo], *extra: str, quiet: bool = False) -> int:
+        """Grade `challenges` with pytest (from the project root, so its configuration applies)."""
+        output = subprocess.DEVNULL if quiet else None
+        command = pytest_command(self.root, challenges, *extra)
+        return subprocess.run(command, cwd=self.root.parent, stdout=output, stderr=output, check=False).returncode
+
+    def tallies(self, *, refresh: bool = True) -> dict[str, Tally]:
+        """Each challenge's last grade, grading (quietly) those that changed since."""
+        state = State(self.root)
+        stale = [info for info in self.challenges if state.result(info.name, info.exercise) is None]
+        if stale and refresh:
+            self.run(stale, quiet=True)
+            state = State(self.root)
+        tallies = {}
+        for info in self.challenges:
+            result = state.result(info.name, info.exercise) or {}
+            tallies[info.name] = Tally(
+                passed=int(result.get("passed", 0)),
+                failed=int(result.get("failed", 0)),
+                not_started=int(result.get("not_started", 0)),
+                first_failure=str(result.get("first_failure", "")),
+            )
+        return tallies
+
+    def lines(self, tallies: dict[str, Tally]) -> list[str]:
+        lines = challenge_lines(tallies, {info.name: info.title for info in self.challenges})
+        unfinished = next((info for info in self.challenges if tallies[info.name].status != "passed"), None)
+        if unfinished is None:
+            lines.append("Every challenge passes. Compare with the reference: sandbox solution N.")
+        else:
+            number = unfinished.number
+            lines.append(f"Next: sandbox check {number}   (stuck? sandbox hint {number})")
+        return lines
+
+    def watch(self, interval: float, announce: Callable[[str], None]) -> None:
+        """Grade the first unfinished challenge, one failure at a time; again whenever a file is saved."""
+        seen = self._mtimes()
+        self._grade_first_unfinished(announce)
+        while True:
+            time.sleep(interval)
+            now = self._mtimes()
+            if now != seen:
+                seen = now
+                self._grade_first_unfinished(announce)
+
+    def _mtimes(self) -> dict[Path, float]:
+        found = {}
+        for info in self.challenges:
+            for path in info.folder.glob("*.py"):
+                try:
+                    found[path] = path.stat().st_mtime
+                except OSError:  # saved by an editor that replaces the file: caught next time round
+                    continue
+        return found
+
+    def _grade_first_unfinished(self, announce: Callable[[str], None]) -> None:
+        state = State(self.root)
+        for info in self.challenges:
+            result = state.result(info.name, info.exercise)
+            if result is not None and result.get("status") == "passed":
+                continue
+            announce(f"\n=== {info.name}: {info.title} ({time.strftime('%H:%M:%S')})")
+            if self.run([info], "-x") != 0:
+                announce(f"Waiting for you to save a file... (stuck? sandbox hint {info.number}; Ctrl-C to stop)")
+                return
+        announce(f"\nAll {len(self.challenges)} challenges pass. `sandbox solution N` shows a reference to compare.")

@@ -1,0 +1,281 @@
+"""The pytest plugin behind `pytest challenges/` (entry point `pytest11: sandbox`).
+
+Options, configure, then a plugin object registered only when challenge tests were collected, so
+installing the package never changes an unrelated test run. A test is a challenge test when it sits
+in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it grades
+`<its folder>/exercise.py`, or `--impl DIR/NN_name.py`.
+
+    --impl DIR             grade DIR/<challenge folder name>.py instead of exercise.py
+    --report PATH          Gradescope results.json, rewritten after every test
+    --challenge-timeout S  the per-test deadline (the request budget is the main guard)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .grading import Challenge
+from .grading._challenge import Deadlines, Implementations
+from .grading._feedback import NotStarted
+from .grading._meta import HINTS_FILE, challenge_folder, load_challenges
+from .grading._report import ResultsFile
+from .grading._state import State, digest
+from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+
+__all__ = ["challenge"]
+
+DEFAULT_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class _Ref:
+    name: str
+    folder: Path
+
+
+_HARNESS = pytest.StashKey["_Harness"]()
+_DESELECTED = pytest.StashKey[set[str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sandbox", "skyl-sandbox challenges")
+    _add_option(
+        parser,
+        group,
+        ("--impl", "--sandbox-impl"),
+        dest="sandbox_impl",
+        metavar="DIR",
+        default=None,
+        help="grade DIR/<challenge folder>.py (e.g. DIR/01_apply_tool_results.py) instead of exercise.py.",
+    )
+    _add_option(
+        parser,
+        group,
+        ("--report", "--sandbox-report"),
+        dest="sandbox_report",
+        metavar="PATH",
+        default=None,
+        help="write challenge results to PATH in Gradescope's results.json format, updated after every test.",
+    )
+    group.addoption(
+        "--challenge-timeout",
+        dest="sandbox_timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"per-test deadline for challenge code (default {DEFAULT_TIMEOUT:g}).",
+    )
+
+
+def _add_option(parser: pytest.Parser, group: Any, names: Sequence[str], **attrs: Any) -> None:
+    """Skip a short spelling another plugin already took; the `--sandbox-` spelling always works."""
+    groups = [*getattr(parser, "_groups", ()), getattr(parser, "_anonymous", None)]
+    taken = {name for g in groups if g is not None for option in g.options for name in option.names()}
+    group.addoption(*[name for name in names if name not in taken], **attrs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "challenge(name): grade this test as challenge `name`, whose exercise.py sits beside it."
+    )
+    config.stash[_DESELECTED] = set()
+    impl = config.getoption("sandbox_impl")
+    if impl and not (config.invocation_params.dir / impl).is_dir():
+        raise pytest.UsageError(
+            f"--impl {impl}: no such directory. It should hold one module per challenge, named after "
+            "its folder: 01_apply_tool_results.py, 02_bounded_loop.py, ..."
+        )
+
+
+def _ref(item: pytest.Item) -> _Ref | None:
+    marker = item.get_closest_marker("challenge")
+    if marker is not None and marker.args:
+        return _Ref(str(marker.args[0]), item.path.parent)
+    folder = challenge_folder(item.path)
+    return _Ref(folder.name, folder) if folder else None
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    for item in items:
+        ref = _ref(item)
+        if ref is not None:
+            item.config.stash[_DESELECTED].add(ref.name)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    refs = {item.nodeid: ref for item in session.items if (ref := _ref(item)) is not None}
+    if refs:
+        harness = _Harness(session.config, refs)
+        session.config.stash[_HARNESS] = harness
+        session.config.pluginmanager.register(harness, "sandbox-challenges")
+
+
+@pytest.fixture
+def challenge(request: pytest.FixtureRequest) -> Iterator[Challenge]:
+    """The challenge this test grades: its implementation, and dialogues with the sandbox."""
+    harness = request.config.stash.get(_HARNESS, None)
+    if harness is None or request.node.nodeid not in harness.refs:
+        pytest.fail(
+            "The `challenge` fixture grades challenges: use it in challenges/NN_name/test_*.py, or mark "
+            "the test with @pytest.mark.challenge('NN_name').",
+            pytrace=False,
+        )
+    graded = harness.challenge_for(request.node.nodeid)
+    yield graded
+    graded.close()
+
+
+class _Harness:
+    """The challenge machinery for one session: implementations, deadlines, verdicts, summary, report."""
+
+    def __init__(self, config: pytest.Config, refs: dict[str, _Ref]) -> None:
+        self.config = config
+        self.refs = refs
+        self.here = config.invocation_params.dir
+        impl = config.getoption("sandbox_impl")
+        self.impl_dir = (self.here / impl).resolve() if impl else None
+        self.implementations = Implementations()
+        self.deadlines = Deadlines(config.getoption("sandbox_timeout"))
+        self.not_started: set[str] = set()
+        self.outcomes: dict[str, str] = {}
+        report = config.getoption("sandbox_report")
+        self.report = (
+            ResultsFile(
+                self.here / report,
+                [(nodeid, ref.name) for nodeid, ref in refs.items()],
+                implementation=impl or "exercise.py",
+            )
+            if report
+            else None
+        )
+
+    def _shown(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.here.resolve()).as_posix()
+        except ValueError:  # outside the directory pytest runs in: the full path is clearer
+            return str(path)
+
+    def source(self, ref: _Ref) -> Path:
+        return self.impl_dir / f"{ref.name}.py" if self.impl_dir else ref.folder / "exercise.py"
+
+    def challenge_for(self, nodeid: str) -> Challenge:
+        ref = self.refs[nodeid]
+        source = self.source(ref)
+        return Challenge(ref.name, source, self._shown(source), self.implementations, self.deadlines)
+
+    # -- verdicts -------------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.excinfo is not None and call.excinfo.errisinstance(NotStarted) and item.nodeid in self.refs:
+            self.not_started.add(item.nodeid)
+        return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        if report.when == "call" and report.nodeid in self.not_started:
+            return NOT_STARTED, "N", ("NOT STARTED", {"yellow": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid not in self.refs:
+            return
+        if report.when == "call":
+            outcome = NOT_STARTED if report.nodeid in self.not_started else PASSED if report.passed else FAILED
+        elif report.failed or (report.when == "setup" and report.skipped):
+            outcome = FAILED
+        else:
+            return
+        self.outcomes[report.nodeid] = outcome
+        if self.report is not None:
+            self.report.record(report.nodeid, outcome, "" if outcome == PASSED else report.longreprtext)
+
+    # -- the end of the run ---------------------------------------------------------------------
+
+    def _tallies(self) -> dict[str, Tally]:
+        tallies: dict[str, Tally] = {}
+        for nodeid, ref in self.refs.items():
+            tally = tallies.setdefault(ref.name, Tally())
+            tally.collected += 1
+            if nodeid in self.outcomes:
+                tally.add(self.outcomes[nodeid], nodeid)
+        return {name: tally for name, tally in sorted(tallies.items()) if tally.total}
+
+    def _roots(self) -> set[Path]:
+        return {ref.folder.parent for ref in self.refs.values() if (ref.folder.parent / HINTS_FILE).is_file()}
+
+    def pytest_sessionfinish(self) -> None:
+        if self.report is not None:
+            self.report.write()
+        if self.impl_dir is None:
+            self._save_progress()
+        self.implementations.unload_all()
+
+    def _save_progress(self) -> None:
+        """Record each challenge graded in full, with a digest of its exercise, for `sandbox list`."""
+        deselected = self.config.stash[_DESELECTED]
+        tallies = self._tallies()
+        for root in self._roots():
+            state = State(root)
+            graded = [
+                (name, tally)
+                for name, tally in tallies.items()
+                if name not in deselected and tally.total == tally.collected and (root / name).is_dir()
+            ]
+            for name, tally in graded:
+                state.results[name] = {
+                    "status": tally.status,
+                    "passed": tally.passed,
+                    "failed": tally.failed,
+                    "not_started": tally.not_started,
+                    "first_failure": tally.first_failure,
+                    "digest": digest(root / name / "exercise.py"),
+                }
+            if graded:
+                state.save()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tallies = self._tallies()
+        if not tallies:
+            return
+        titles = {info.name: info.title for root in self._roots() for info in load_challenges(root)}
+        terminalreporter.write_sep("=", "challenges")
+        if self.impl_dir is not None:
+            terminalreporter.write_line(f"Graded {self._shown(self.impl_dir)}/<challenge>.py, not exercise.py.")
+        for line in challenge_lines(tallies, titles):
+            terminalreporter.write_line(line)
+        if self.impl_dir is None:
+            terminalreporter.write_line(self._next_step(tallies))
+        if self.report is not None:
+            terminalreporter.write_line(f"Results written to {self._shown(self.report.path)}")
+
+    def _next_step(self, tallies: dict[str, Tally]) -> str:
+        for name, tally in tallies.items():
+            stuck = f"Stuck? `sandbox hint {_number(name)}`."
+            if tally.status == "not started":
+                folder = next(ref.folder for ref in self.refs.values() if ref.name == name)
+                return f"Next: {name}. Read {self._shown(folder / 'README.md')}, then edit exercise.py. {stuck}"
+            if tally.status == "failing":
+                return f"Next: make {name} pass; its first failure is {tally.first_failure}. {stuck}"
+            if tally.status == "in progress":
+                return f"Next: finish {name}: some of its functions still raise NotImplementedError. {stuck}"
+            if tally.status == "incomplete":
+                return f"The run stopped before every test of {name} ran: run it again to see them all."
+        if len(tallies) == 1:
+            name = next(iter(tallies))
+            return f"{name} passes. Compare with the reference: `sandbox solution {_number(name)}`."
+        return "Every challenge graded here passes. Compare with the references: `sandbox solution N`."
+
+
+def _number(name: str) -> str:
+    """`02_bounded_loop` -> `2`, the short form the CLI takes."""
+    return str(int(name[:2])) if name[:2].isdigit() else name
