@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from ._mock import SandboxMock, mock
 from .grading import Challenge
 from .grading._challenge import Deadlines, Implementations
 from .grading._feedback import NotStarted
@@ -27,7 +28,7 @@ from .grading._report import ResultsFile
 from .grading._state import State, digest
 from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
-__all__ = ["challenge"]
+__all__ = ["challenge", "sandbox_mock"]
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -83,6 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "challenge(name): grade this test as challenge `name`, whose exercise.py sits beside it."
     )
+    config.addinivalue_line(
+        "markers",
+        "sandbox(scenario=None, budget=50): how the `sandbox_mock` fixture mounts the sandbox for this test.",
+    )
     config.stash[_DESELECTED] = set()
     impl = config.getoption("sandbox_impl")
     if impl and not (config.invocation_params.dir / impl).is_dir():
@@ -128,6 +133,27 @@ def challenge(request: pytest.FixtureRequest) -> Iterator[Challenge]:
     graded = harness.challenge_for(request.node.nodeid)
     yield graded
     graded.close()
+
+
+@pytest.fixture
+def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
+    """The sandbox mounted on the providers' real hosts for one test (`sandbox.mock()`).
+
+    The request's model names the scenario, unless `@pytest.mark.sandbox(scenario=...)` pins one.
+    Its `.journal` holds every exchange, for assertions on what your code sent.
+    """
+    marker = request.node.get_closest_marker("sandbox")
+    options = dict(marker.kwargs) if marker else {}
+    if marker and marker.args:
+        options.setdefault("scenario", marker.args[0])
+    unknown = sorted(set(options) - {"scenario", "budget"})
+    if unknown:
+        pytest.fail(
+            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario= and budget=.",
+            pytrace=False,
+        )
+    with mock(**options) as mounted:
+        yield mounted
 
 
 class _Harness:
