@@ -9,16 +9,29 @@ hand-picking a few.
 
     @given(sst.responses(calls=sst.integers(0, 8)))
     def test_my_apply(resp): ...
+
+A grader that talks to the sandbox draws a whole script, then the results a loop is handed:
+
+    @given(sst.scenarios(rounds=sst.integers(1, 1), calls=sst.integers(0, 8)), st.data())
+    def test_apply(scenario, data):
+        client = skyl.Client("gemini", transport=sandbox.transport(scenario))
+        req = skyl.Request(model=scenario.name, messages=[skyl.user_text("Go.")], tools=list(scenario.tools))
+        resp = client.complete(req)
+        results = data.draw(sst.result_maps(resp.tool_calls()))   # some missing, some extra, any order
+
+Every strategy takes keyword-only options and rejects impossible ones with `InvalidArgument`.
 """
 
 from __future__ import annotations
 
 import string
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
-from ._scenario import Call, Scenario, Step
+from ._scenario import Call, Repeat, Scenario, Step
 from ._types import Message, Request, Response, StopReason, Text, Tool, ToolCall, ToolResult, Usage
 
 __all__ = [
@@ -28,6 +41,7 @@ __all__ = [
     "integers",
     "requests",
     "responses",
+    "result_maps",
     "result_texts",
     "scenarios",
     "tool_calls",
@@ -129,22 +143,90 @@ def requests(draw: st.DrawFn, *, max_rounds: int = 3, max_calls: int = 8) -> Req
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, *, max_steps: int = 5, max_calls: int = 4) -> Scenario:
-    """Valid scenarios: some steps of calls, then an answer that quotes the results."""
-    names = draw(st.lists(tool_names(), min_size=1, max_size=4, unique=True))
-    steps = [
-        Step(
-            calls=[
-                Call(draw(st.sampled_from(names)), draw(arguments())) for _ in range(draw(st.integers(1, max_calls)))
-            ],
-            repeat=draw(st.sampled_from(["once", "until_usable"])),
+def scenarios(
+    draw: st.DrawFn,
+    *,
+    max_steps: int = 5,
+    max_calls: int = 4,
+    rounds: st.SearchStrategy[int] | None = None,
+    calls: st.SearchStrategy[int] | None = None,
+    repeat: st.SearchStrategy[Repeat] | None = None,
+    call_arguments: st.SearchStrategy[dict[str, Any]] | None = None,
+    stop: st.SearchStrategy[StopReason | None] | None = None,
+    unique_calls: bool = False,
+    names: st.SearchStrategy[str] | None = None,
+) -> Scenario:
+    """Valid scenarios: some rounds of calls, then an answer that quotes the results.
+
+    `rounds` (default 0 to `max_steps - 1`) is the number of steps with calls, `calls` (default 1 to
+    `max_calls`) the calls in each; `calls` may draw 0, which makes that step the answer and ends the
+    script there. `repeat` draws each step's repeat mode (default `once` or `until_usable`);
+    `call_arguments` each call's arguments (default `arguments()`); `stop`, when given, each step's
+    stop reason, answer included, however little it agrees with the calls. With `unique_calls`, no
+    two calls of a step share a name and arguments, so a grader can key outputs by call. `names`
+    draws the tool names (default `tool_names()`).
+
+    `tool_outputs` holds a usable output for every call the script makes, distinct per call, so a
+    grader's `run` can answer from it and a result sent to the wrong call shows; `prompt` is set, so
+    `user_text(scenario.prompt)` is a message every provider accepts.
+    """
+    if max_steps < 1 or max_calls < 1:
+        raise InvalidArgument(f"max_steps={max_steps!r} and max_calls={max_calls!r} must both be at least 1.")
+    tools = draw(st.lists(names if names is not None else tool_names(), min_size=1, max_size=4, unique=True))
+    rounds = rounds if rounds is not None else st.integers(0, max_steps - 1)
+    calls = calls if calls is not None else st.integers(1, max_calls)
+    repeat = repeat if repeat is not None else st.sampled_from(["once", "until_usable"])
+    call_arguments = call_arguments if call_arguments is not None else arguments()
+    steps: list[Step] = []
+    for _ in range(draw(rounds)):
+        count = draw(calls)
+        if count < 0:
+            raise InvalidArgument(f"calls drew {count!r}: a step makes 0 or more calls.")
+        if count == 0:
+            break
+        made = draw(
+            st.lists(
+                st.builds(Call, st.sampled_from(tools), call_arguments),
+                min_size=count,
+                max_size=count,
+                unique_by=repr if unique_calls else None,
+            )
         )
-        for _ in range(draw(st.integers(0, max_steps - 1)))
-    ]
-    steps.append(Step(text="Done: {results}"))
+        steps.append(Step(calls=made, repeat=draw(repeat), stop=draw(stop) if stop is not None else None))
+    steps.append(Step(text="Done: {results}", stop=draw(stop) if stop is not None else None))
+    keys = sorted({repr(call) for step in steps for call in step.calls})
     return Scenario(
         draw(tool_names()),
-        tools=[Tool(name, "A tool.") for name in names],
+        tools=[Tool(name, "A tool.") for name in tools],
         steps=steps,
         description="Generated by sandbox.strategies.scenarios().",
+        prompt="Use the tools you need, then answer.",
+        tool_outputs={key: f"output {number} of {len(keys)}" for number, key in enumerate(keys, 1)},
     )
+
+
+@st.composite
+def result_maps(
+    draw: st.DrawFn,
+    calls: Sequence[ToolCall],
+    *,
+    outputs: Callable[[ToolCall], str] | None = None,
+    missing: bool = True,
+    extra: bool = True,
+) -> dict[str, str]:
+    """What a loop might be handed as `results` for `calls`: call id -> output, in a random order.
+
+    With `missing`, a random subset of the calls has no entry (a call whose tool produced nothing);
+    with `extra`, the dict may also hold ids that no call in `calls` has. `outputs(call)` gives each
+    call's output (default: drawn from `result_texts()`). Which ids are missing is for the caller to
+    compute: `[call.id for call in calls if call.id not in results]`.
+    """
+    if len({call.id for call in calls}) != len(calls):
+        raise InvalidArgument("result_maps() needs calls with distinct ids, as one turn's calls have.")
+    answered = [call for call in calls if not missing or draw(st.booleans())]
+    entries = [(call.id, outputs(call) if outputs else draw(result_texts())) for call in answered]
+    if extra:
+        taken = {call.id for call in calls}
+        strangers = draw(st.lists(call_ids().filter(lambda value: value not in taken), max_size=3, unique=True))
+        entries += [(stranger, draw(result_texts())) for stranger in strangers]
+    return dict(draw(st.permutations(entries)))

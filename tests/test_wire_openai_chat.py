@@ -37,7 +37,7 @@ from sandbox.wire._sse import SSEParser, iter_sse
 from sandbox.wire.openai_chat import WIRE, OpenAIChat
 from sandbox.wire.openai_chat_validate import NOT_JSON
 
-RECORDINGS = Path("/work/shared/reference/recordings")
+RECORDINGS = Path(__file__).parent / "recordings"
 WEATHER = Tool(
     "get_weather",
     "Current weather for a city",

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import pytest
 
+from .._scenario import Scenario
 from ._dialogue import Dialogue
 from ._load import ImplementationError, load_implementation, unload
 
@@ -98,14 +99,15 @@ class Challenge:
 
     def dialogue(
         self,
-        scenario: str,
+        scenario: str | Scenario,
         provider: str,
         *,
         mode: Literal["sync", "async"] = "sync",
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
     ) -> Dialogue:
-        """A fresh conversation with `scenario` on `provider`'s wire format; see `Dialogue`."""
+        """A fresh conversation with `scenario` (a catalogue name, or a generated `Scenario`) on
+        `provider`'s wire format; see `Dialogue`."""
         dialogue = Dialogue(self, scenario, provider, mode=mode, failing=failing, unknown_tools=unknown_tools)
         self._dialogues.append(dialogue)
         return dialogue

@@ -17,7 +17,7 @@ import pytest
 
 from .. import _catalogue, _transport
 from .._exceptions import ProviderError
-from .._scenario import Call
+from .._scenario import Call, Scenario
 from .._types import Request, Response, ToolCall, user_text
 from ._checks import EXPECT_ERROR, missing_from_report
 from ._clients import RecordingAsyncClient, RecordingClient, Sent, TeeStream
@@ -48,7 +48,7 @@ class Dialogue(Verdicts):
     def __init__(
         self,
         owner: Challenge,
-        scenario: str,
+        scenario: str | Scenario,
         provider: str,
         *,
         mode: Literal["sync", "async"] = "sync",
@@ -56,7 +56,7 @@ class Dialogue(Verdicts):
         unknown_tools: Collection[str] = (),
     ) -> None:
         self.owner = owner
-        self.scenario = _catalogue.get_scenario(scenario)
+        self.scenario = scenario if isinstance(scenario, Scenario) else _catalogue.get_scenario(scenario)
         self.provider = provider
         self.transport = _transport.transport(self.scenario, budget=BUDGET)
         self.journal = self.transport.journal

@@ -1,6 +1,6 @@
 """OpenAI Chat Completions (`POST /v1/chat/completions`), both sides of the wire.
 
-Shapes follow /work/shared/reference/wire-openai.md sections 2 and 4: tool calls travel as
+Shapes follow shared/reference/wire-openai.md sections 2 and 4: tool calls travel as
 `assistant.tool_calls[]` with arguments as a JSON *string*, each result is its own `tool` message, and
 streams are `data:`-only SSE frames ending in `data: [DONE]`, framed like the recorded gpt-4o streams.
 The fake side's validation lives in `openai_chat_validate`.

@@ -2,7 +2,7 @@
 
 Schema checks run first (dotless paths such as `messages[2].tool_calls[0].id`, a `code`), then the
 rules that pair tool calls with tool messages (dotted paths such as `messages.[3].role`, code null).
-Every message text marked VERIFIED in /work/shared/reference/wire-openai.md section 4 (or quoted below
+Every message text marked VERIFIED in shared/reference/wire-openai.md section 4 (or quoted below
 with its source) is copied verbatim, misspellings included; the rest follow the API's own templates and
 say so in a comment. Nothing here may raise anything but `Rejection`, whatever the body holds.
 """

@@ -1,0 +1,116 @@
+"""Generated scenarios for grading: the shapes a loop must handle beyond the catalogue's hand-picked ones.
+
+A grading test runs a property over them inside its body, once per wire format:
+
+    @pytest.mark.parametrize("provider", PROVIDERS)
+    def test_any_task(challenge: Challenge, provider: str) -> None:
+        complete = challenge.function("complete")
+
+        @GRADING
+        @given(scenario=tasks(rounds=(0, 3)))
+        def check(scenario: Scenario) -> None:
+            talk = challenge.dialogue(scenario, provider)
+            talk.expect_answer(talk.call(complete, talk.client, talk.request, talk.run), bound=5)
+
+        check()
+
+Grading must be reproducible and quick: `GRADING` draws the same examples on every run
+(`derandomize`), keeps no database, and does not shrink (a learner's slow or hanging loop would
+be run over and over). A failing example fails the test with the grader's own feedback, whose
+transcript shows the generated conversation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+
+from .. import strategies as sst
+from .._scenario import Scenario
+from .._types import StopReason
+
+__all__ = ["EXAMPLES", "GRADING", "runaways", "tasks"]
+
+EXAMPLES = 6
+"""Examples per property and wire format: with four formats, 24 generated conversations a property."""
+
+GRADING = settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+_IDENTIFIER = string.ascii_letters + string.digits + "_"
+
+# Arguments that survive every wire format's JSON unchanged, so a call's outputs can be keyed by them.
+_ARGUMENTS = st.dictionaries(
+    st.sampled_from(["city", "query", "id", "units", "limit"]),
+    st.text(alphabet=string.ascii_letters + " -'", max_size=12) | st.integers(-(10**6), 10**6),
+    max_size=3,
+)
+
+
+def _identifiers() -> st.SearchStrategy[str]:
+    """Tool names as most tools are named: the runaway report reads them back out of prose."""
+    return st.builds(
+        lambda head, tail: head + tail, st.sampled_from(string.ascii_letters), st.text(_IDENTIFIER, max_size=20)
+    )
+
+
+def _named(scenario: Scenario) -> Scenario:
+    """Readable in a transcript: `scenario 'generated_...' on openai`."""
+    return dataclasses.replace(scenario, name=f"generated_{scenario.name}"[:64])
+
+
+@st.composite
+def tasks(
+    draw: st.DrawFn,
+    *,
+    rounds: tuple[int, int] = (1, 3),
+    calls: tuple[int, int] = (0, 8),
+    stop: bool = False,
+) -> Scenario:
+    """A legitimate task: `rounds` rounds of `calls` calls each (a round of 0 calls is the answer), then
+    the answer. Every round moves on whatever the results say, so a correct loop needs at most
+    `rounds[1] + 1` requests. Calls of one round are distinct, as graders key outputs by call.
+
+    With `stop`, every turn reports a stop reason drawn at random, whatever its calls say.
+    """
+    scenario = draw(
+        sst.scenarios(
+            rounds=st.integers(*rounds),
+            calls=st.integers(*calls),
+            repeat=st.just("once"),
+            call_arguments=_ARGUMENTS,
+            stop=st.sampled_from(list(StopReason)) if stop else None,
+            unique_calls=True,
+        )
+    )
+    return _named(scenario)
+
+
+@st.composite
+def runaways(draw: st.DrawFn, *, calls: tuple[int, int] = (1, 8), identifiers: bool = False) -> Scenario:
+    """A model that asks for the same `calls` calls every turn, forever: only the loop's bound ends it.
+
+    With `identifiers`, tool names are identifier-like (`get_weather`), as a report that names them in
+    prose is read back word by word.
+    """
+    scenario = draw(
+        sst.scenarios(
+            rounds=st.just(1),
+            calls=st.integers(*calls),
+            repeat=st.just("forever"),
+            call_arguments=_ARGUMENTS,
+            unique_calls=True,
+            names=_identifiers() if identifiers else None,
+        )
+    )
+    return _named(scenario)
