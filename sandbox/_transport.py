@@ -7,6 +7,7 @@ journal, so a grader can inspect what reached the provider rather than trust the
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import ModuleType
 from typing import Any
@@ -19,15 +20,25 @@ from ._scenario import Scenario
 __all__ = ["Httpx2Transport", "Journal", "SandboxTransport", "httpx2_transport", "transport"]
 
 
-class Journal:
-    """Every exchange a door handled, in order. Thread-safe to append and read."""
+DEFAULT_JOURNAL_SIZE = 1000
 
-    def __init__(self) -> None:
-        self._items: list[Exchange] = []
+
+class Journal:
+    """The exchanges a door handled, in order: the newest `maxlen` of them (None keeps all).
+
+    The bound keeps a long-lived mounting's memory flat; `dropped` counts what it let go, so nothing
+    disappears unannounced. Thread-safe to append and read.
+    """
+
+    def __init__(self, maxlen: int | None = DEFAULT_JOURNAL_SIZE) -> None:
+        self._items: deque[Exchange] = deque(maxlen=maxlen)
         self._lock = threading.Lock()
+        self.dropped = 0
 
     def append(self, exchange: Exchange) -> None:
         with self._lock:
+            if len(self._items) == self._items.maxlen:
+                self.dropped += 1
             self._items.append(exchange)
 
     def __iter__(self) -> Iterator[Exchange]:
@@ -50,6 +61,7 @@ class Journal:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self.dropped = 0
 
 
 def _stream_class(module: ModuleType) -> type:
@@ -73,9 +85,9 @@ _HTTPX_STREAM = _stream_class(httpx)
 
 
 class _Door:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, journal_size: int | None = DEFAULT_JOURNAL_SIZE) -> None:
         self.engine = engine
-        self.journal = Journal()
+        self.journal = Journal(journal_size)
 
     def _exchange(self, method: str, path: str, body: bytes) -> Exchange:
         exchange = self.engine.handle(method, path, body)
@@ -122,12 +134,14 @@ def transport(
     budget: int = DEFAULT_BUDGET,
     scenarios: Mapping[str, Scenario] | None = None,
     engine: Engine | None = None,
+    journal_size: int | None = DEFAULT_JOURNAL_SIZE,
 ) -> SandboxTransport:
     """An httpx transport for `skyl.Client(transport=...)` or any `httpx.Client`.
 
-    Without `scenario`, each request's model field names the scenario.
+    Without `scenario`, each request's model field names the scenario. `.journal` keeps the newest
+    `journal_size` exchanges (None: all).
     """
-    return SandboxTransport(_engine(scenario, engine, budget, scenarios))
+    return SandboxTransport(_engine(scenario, engine, budget, scenarios), journal_size)
 
 
 def _httpx2() -> ModuleType:
@@ -145,8 +159,8 @@ def _httpx2() -> ModuleType:
 class Httpx2Transport(_Door):
     """The httpx2 twin, for the official SDKs: `openai.OpenAI(http_client=httpx2.Client(transport=...))`."""
 
-    def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine: Engine, journal_size: int | None = DEFAULT_JOURNAL_SIZE) -> None:
+        super().__init__(engine, journal_size)
         self._httpx2 = _httpx2()
         self._stream = _stream_class(self._httpx2)
 
@@ -183,6 +197,7 @@ def httpx2_transport(
     budget: int = DEFAULT_BUDGET,
     scenarios: Mapping[str, Scenario] | None = None,
     engine: Engine | None = None,
+    journal_size: int | None = DEFAULT_JOURNAL_SIZE,
 ) -> Httpx2Transport:
     """The same sandbox as `transport()`, for `httpx2.Client(transport=...)`."""
-    return Httpx2Transport(_engine(scenario, engine, budget, scenarios))
+    return Httpx2Transport(_engine(scenario, engine, budget, scenarios), journal_size)

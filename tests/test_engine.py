@@ -200,3 +200,12 @@ def _path(provider: str) -> str:
         "anthropic": "/v1/messages",
         "gemini": "/v1beta/models/single_call:generateContent",
     }[provider]
+
+
+def test_journal_keeps_the_newest_exchanges_and_counts_the_rest() -> None:
+    transport = sandbox.transport("plain_text", journal_size=3)
+    client = skyl.Client("openai", transport=transport)
+    for index in range(5):
+        client.complete(skyl.Request("x", [skyl.user_text(f"hi {index}")]))
+    assert len(transport.journal) == 3 and transport.journal.dropped == 2
+    assert b"hi 4" in transport.journal[-1].request_body and b"hi 2" in transport.journal[0].request_body

@@ -10,6 +10,7 @@ independent judge that keeps a shape we get wrong on both sides from cancelling 
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,7 @@ _ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 
+@functools.lru_cache(maxsize=4096)
 def stable_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
     """A deterministic id body derived from `seed`, in the alphabet a provider uses."""
     digest = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")

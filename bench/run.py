@@ -1,0 +1,594 @@
+"""Benchmarks for issue 6: `python bench/run.py` prints one table; every figure is a ratio against a
+baseline measured in the same run, so the table means the same on a laptop and on a loaded CI box.
+
+    python bench/run.py                      every row (about 2 minutes)
+    python bench/run.py --rows inproc,sdk    some rows: inproc loop sdk serve challenges memory
+    python bench/run.py --quick              shorter runs, noisier figures (about 40 s)
+    python bench/run.py --profile            after the table, a cProfile of every subject that missed
+    python bench/run.py --update-results     also rewrite the table in bench/RESULTS.md
+
+Timing: the baseline and the subject run in alternating rounds, and each keeps its best round, so
+noise from other processes hits both and the ratio compares the code, not the moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+import sandbox  # noqa: E402
+from sandbox import skyl  # noqa: E402
+
+ROWS = ("inproc", "loop", "sdk", "serve", "challenges", "memory")
+PROMPT = "What's the weather in Paris?"
+
+
+@dataclass
+class Row:
+    """One line of the table. `ratio` is the figure; `measured` gives the absolute numbers behind it."""
+
+    name: str
+    ratio: float | None
+    baseline: str
+    target: str
+    met: bool | None
+    measured: str
+    profile: Callable[[], str] | None = None
+    """Prints where the subject's time goes; run for a missed target under --profile."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    quick: bool
+
+    @property
+    def rounds(self) -> int:
+        return 5 if self.quick else 9
+
+    def number(self, per_call_us: float) -> int:
+        """Calls per round: about 40 ms (quick) or 80 ms of work."""
+        budget = 40_000 if self.quick else 80_000
+        return max(5, int(budget / per_call_us))
+
+
+def compare(subjects: dict[str, Callable[[], object]], settings: Settings, per_call_us: float) -> dict[str, float]:
+    """Best seconds per call of each callable, measured in rotating order round by round."""
+    number = settings.number(per_call_us)
+    names = list(subjects)
+    for name in names:
+        for _ in range(max(3, number // 5)):
+            subjects[name]()
+    best = dict.fromkeys(names, float("inf"))
+    for round_index in range(settings.rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            call = subjects[name]
+            gc.collect()
+            started = time.perf_counter()
+            for _ in range(number):
+                call()
+            best[name] = min(best[name], (time.perf_counter() - started) / number)
+    return best
+
+
+def profile_of(call: Callable[[], object], number: int = 2000, top: int = 18) -> Callable[[], str]:
+    def run() -> str:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(number):
+            call()
+        profiler.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out)
+        stats.sort_stats("tottime").print_stats(top)
+        return _trim_profile(out.getvalue())
+
+    return run
+
+
+def _trim_profile(text: str) -> str:
+    lines = [line.replace(str(ROOT) + "/", "").replace(sys.prefix + "/", "") for line in text.splitlines()]
+    start = next((index for index, line in enumerate(lines) if "ncalls" in line), 0)
+    total = next((line.strip() for line in lines if "function calls" in line), "")
+    return "\n".join([total, *lines[start:]]).rstrip()
+
+
+# -- row: in-process round trip ------------------------------------------------------------------
+
+
+def second_request(provider: str) -> tuple[skyl.Client, sandbox.SandboxTransport, skyl.Request]:
+    """A client over a fresh transport and the 2nd request of `single_call` (a call and its result in
+    the history), so the engine's full validation and replay run, as on most requests of a loop."""
+    transport = sandbox.transport(budget=10**9)  # the same body again and again is the point here
+    client = skyl.Client(provider, transport=transport)
+    scenario = sandbox.get_scenario("single_call")
+    req = skyl.Request(model=scenario.name, messages=[skyl.user_text(PROMPT)], tools=list(scenario.tools))
+    resp = client.complete(req)
+    req.messages.append(resp.message)
+    req.messages.extend(skyl.tool_result_message(call.id, "18C, clear") for call in resp.tool_calls())
+    transport.journal.clear()
+    return client, transport, req
+
+
+def row_inproc(settings: Settings) -> list[Row]:
+    rows = []
+    for provider in sandbox.PROVIDERS:
+        client, transport, req = second_request(provider)
+        url, body, headers = client._prepare(req, stream=False)
+        canned = transport.engine.handle("POST", httpx.URL(url).path, body)
+        assert canned.status == 200, canned.body
+        payload = json.loads(body)
+        mock = httpx.MockTransport(
+            lambda request, canned=canned: httpx.Response(200, headers=canned.headers, content=canned.body)
+        )
+        bare = httpx.Client(transport=mock)
+
+        def baseline(
+            bare: httpx.Client = bare, url: str = url, payload: Any = payload, headers: Any = headers
+        ) -> object:
+            return bare.post(url, json=payload, headers=headers).json()
+
+        def subject(client: skyl.Client = client, req: skyl.Request = req, journal: Any = transport.journal) -> object:
+            response = client.complete(req)
+            journal.clear()
+            return response
+
+        best = compare({"baseline": baseline, "subject": subject}, settings, per_call_us=150)
+        ratio = best["subject"] / best["baseline"]
+        rows.append(
+            Row(
+                f"in-process round trip, {provider}",
+                ratio,
+                "bare httpx + MockTransport, canned body",
+                "<= 1.3x",
+                ratio <= 1.3,
+                f"{best['subject'] * 1e6:.0f} us vs {best['baseline'] * 1e6:.0f} us",
+                profile_of(subject),
+            )
+        )
+    return rows
+
+
+# -- row: a complete tool loop against pydantic-ai's TestModel -----------------------------------
+
+
+def row_loop(settings: Settings) -> list[Row]:
+    try:
+        from pydantic_ai import Agent
+        from pydantic_ai.models.test import TestModel
+    except ImportError as exc:
+        return [Row("2-round tool loop", None, "pydantic-ai TestModel", "<= 0.1x", None, f"n/a: {exc}")]
+    scenario = sandbox.get_scenario("single_call")
+
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return "18C, clear"
+
+    agent = Agent(TestModel(), tools=[get_weather])
+    loop = asyncio.new_event_loop()
+    first = loop.run_until_complete(agent.run(PROMPT))
+    assert len(first.all_messages()) == 4, "TestModel runs request, tool call, tool return, answer"
+
+    def baseline() -> object:
+        return loop.run_until_complete(agent.run(PROMPT))
+
+    subjects: dict[str, Callable[[], object]] = {"baseline": baseline}
+    for provider in sandbox.PROVIDERS:
+        transport = sandbox.transport(budget=10**9)
+        client = skyl.Client(provider, transport=transport)
+
+        def tool_loop(client: skyl.Client = client, journal: Any = transport.journal) -> object:
+            req = skyl.Request(model=scenario.name, messages=[skyl.user_text(PROMPT)], tools=list(scenario.tools))
+            for _ in range(5):
+                resp = client.complete(req)
+                calls = resp.tool_calls()
+                if not calls:
+                    break
+                req.messages.append(resp.message)
+                for call in calls:
+                    req.messages.append(skyl.tool_result_message(call.id, get_weather(**call.arguments)))
+            assert len(journal) == 2 and "18C, clear" in resp.text()
+            journal.clear()
+            return resp
+
+        subjects[provider] = tool_loop
+    best = compare(subjects, settings, per_call_us=600)
+    loop.close()
+    rows = []
+    for provider in sandbox.PROVIDERS:
+        ratio = best[provider] / best["baseline"]
+        rows.append(
+            Row(
+                f"2-round tool loop, {provider}",
+                ratio,
+                "pydantic-ai TestModel, same loop",
+                "<= 0.1x (10x faster)",
+                ratio <= 0.1,
+                f"{best[provider] * 1e6:.0f} us vs {best['baseline'] * 1e6:.0f} us",
+                profile_of(subjects[provider], number=1000),
+            )
+        )
+    return rows
+
+
+# -- row: the official openai SDK over the httpx2 door -------------------------------------------
+
+
+def _sdk_second_request(api: str, sdk: Any) -> Callable[[Any], object]:
+    """Run the first round on `sdk` (over the sandbox) and return a function that sends the second
+    round's request (the call and its result in the history) on any SDK client."""
+    scenario = sandbox.get_scenario("single_call")
+    tool = scenario.tools[0]
+    if api == "chat.completions":
+        function = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+        tools: Any = [{"type": "function", "function": function}]
+        messages: list[Any] = [{"role": "user", "content": PROMPT}]
+        message = sdk.chat.completions.create(model=scenario.name, messages=messages, tools=tools).choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        messages += [{"role": "tool", "tool_call_id": call.id, "content": "18C, clear"} for call in message.tool_calls]
+        return lambda client: client.chat.completions.create(model=scenario.name, messages=messages, tools=tools)
+    tools = [{"type": "function", "strict": False, **function_of(tool)}]
+    items: list[Any] = [{"role": "user", "content": PROMPT}]
+    response = sdk.responses.create(model=scenario.name, input=items, tools=tools)
+    items += [item.model_dump(exclude_none=True) for item in response.output]
+    items += [
+        {"type": "function_call_output", "call_id": item.call_id, "output": "18C, clear"}
+        for item in response.output
+        if item.type == "function_call"
+    ]
+    return lambda client: client.responses.create(model=scenario.name, input=items, tools=tools)
+
+
+def function_of(tool: skyl.Tool) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+
+
+def row_sdk(settings: Settings) -> list[Row]:
+    try:
+        import httpx2
+        import openai
+    except ImportError as exc:
+        return [Row("openai SDK over httpx2_transport", None, "", "<= 1.2x", None, f"n/a: {exc}")]
+    rows = []
+    for api in ("chat.completions", "responses"):
+        door = sandbox.httpx2_transport(budget=10**9)
+        sdk = openai.OpenAI(api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=door))  # type: ignore[arg-type]
+        send = _sdk_second_request(api, sdk)
+        send(sdk)
+        answer = door.journal.last
+        assert answer is not None and answer.status == 200, answer and answer.body
+        door.journal.clear()
+        mock = httpx2.MockTransport(lambda request, a=answer: httpx2.Response(200, headers=a.headers, content=a.body))
+        canned = openai.OpenAI(api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=mock))
+
+        def baseline(send: Callable[[Any], object] = send, canned: Any = canned) -> object:
+            return send(canned)
+
+        def subject(send: Callable[[Any], object] = send, sdk: Any = sdk, journal: Any = door.journal) -> object:
+            result = send(sdk)
+            journal.clear()
+            return result
+
+        best = compare({"baseline": baseline, "subject": subject}, settings, per_call_us=500)
+        ratio = best["subject"] / best["baseline"]
+        rows.append(
+            Row(
+                f"openai SDK {api}.create over httpx2_transport",
+                ratio,
+                "same SDK over httpx2.MockTransport, canned body",
+                "<= 1.2x",
+                ratio <= 1.2,
+                f"{best['subject'] * 1e6:.0f} us vs {best['baseline'] * 1e6:.0f} us",
+                profile_of(subject, number=1000),
+            )
+        )
+    return rows
+
+
+# -- row: sandbox serve under load ---------------------------------------------------------------
+
+
+def row_serve(settings: Settings) -> list[Row]:
+    """Both servers run side by side; cells alternate between them, each keeps its best round."""
+    import _serve
+
+    seconds, rounds = (0.8, 1) if settings.quick else (1.2, 2)
+    cells: dict[tuple[str, bool, int], _serve.Cell] = {}
+    for stream in (False, True):
+        pool = _serve.request_pool(stream)
+        with _serve.server_process("canned") as canned, _serve.server_process("sandbox") as served:
+            for clients in (1, 8, 64):
+                for round_index in range(rounds):
+                    order = [("canned", canned), ("sandbox", served)]
+                    for kind, port in order if round_index % 2 == 0 else order[::-1]:
+                        cell = _serve.measure(kind, port, pool, stream=stream, clients=clients, seconds=seconds)
+                        best = cells.get((kind, stream, clients))
+                        if best is None or cell.rps > best.rps:
+                            cells[kind, stream, clients] = cell
+    rows = []
+    for stream in (False, True):
+        mode = "streaming" if stream else "non-streaming"
+
+        def profile(stream: bool = stream) -> str:
+            return profile_server(stream, seconds)
+
+        for clients in (1, 8, 64):
+            subject, base = cells["sandbox", stream, clients], cells["canned", stream, clients]
+            errors = f", {subject.errors} non-200" if subject.errors else ""
+            rows.append(
+                Row(
+                    f"serve {mode}, {clients} clients: req/s",
+                    subject.rps / base.rps,
+                    "uvicorn serving canned bytes",
+                    ">= 2000 req/s" if clients > 1 else "-",
+                    (subject.rps >= 2000 and not subject.errors) if clients > 1 else None,
+                    f"{subject.rps:.0f} vs {base.rps:.0f} req/s ({subject.requests} requests{errors})",
+                    profile,
+                )
+            )
+            rows.append(
+                Row(
+                    f"serve {mode}, {clients} clients: p50 / p99",
+                    subject.p99_ms / base.p99_ms,
+                    "same, p99 against p99",
+                    "p99 < 50 ms" if clients == 64 else "-",
+                    subject.p99_ms < 50 if clients == 64 else None,
+                    f"p50 {subject.p50_ms:.1f} / p99 {subject.p99_ms:.1f} ms vs "
+                    f"{base.p50_ms:.1f} / {base.p99_ms:.1f} ms",
+                    profile,
+                )
+            )
+    return rows
+
+
+def profile_server(stream: bool, seconds: float) -> str:
+    """Where the server's time goes at 64 clients: the server child under cProfile."""
+    import _serve
+
+    pool = _serve.request_pool(stream)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "server.prof"
+        with _serve.server_process("sandbox", profile=out) as port:
+            _serve.measure("sandbox", port, pool, stream=stream, clients=64, seconds=seconds)
+        text = io.StringIO()
+        pstats.Stats(str(out), stream=text).sort_stats("tottime").print_stats(22)
+    return _trim_profile(text.getvalue())
+
+
+# -- row: the challenges under the grading plugin ------------------------------------------------
+
+
+def row_challenges(settings: Settings) -> list[Row]:
+    name = "pytest challenges/ --impl solutions"
+    tests = [
+        path
+        for path in (ROOT / "challenges").rglob("*.py")
+        if path.name.startswith("test_") or path.name.endswith("_test.py")
+    ]
+    if not tests:
+        return [Row(name, None, "pytest on one trivial test", "< 3 s", None, "n/a: challenges/ has no tests yet")]
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "test_trivial.py").write_text("def test_trivial():\n    pass\n")
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        base_times: list[float] = []
+        times: list[float] = []
+        code, tail = 0, [""]
+        for _ in range(2 if settings.quick else 3):
+            started = time.perf_counter()
+            subprocess.run([*command, tmp], cwd=tmp, capture_output=True, check=False)
+            base_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            done = subprocess.run(
+                [*command, "challenges/", "--impl", "solutions"], cwd=ROOT, capture_output=True, text=True, check=False
+            )
+            times.append(time.perf_counter() - started)
+            code, tail = done.returncode, (done.stdout + done.stderr).strip().splitlines()[-1:]
+    wall, base = min(times), min(base_times)
+    note = "" if code == 0 else f"; exit {code} (failures are timed too): {tail[0] if tail else ''}"
+    return [
+        Row(
+            name,
+            wall / base,
+            "pytest on one trivial test",
+            "< 3 s",
+            wall < 3,
+            f"{wall:.2f} s vs {base:.2f} s{note}",
+        )
+    ]
+
+
+# -- row: memory -------------------------------------------------------------------------------------
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak, not current: a fallback
+
+
+def memory_child(mode: str, total: int) -> None:
+    """Runs in a fresh process; prints RSS after 1k requests and after `total`."""
+    scenario = sandbox.get_scenario("single_call")
+    tools = list(scenario.tools)
+    rss: dict[str, float] = {}
+    if mode == "engine":
+        engine = sandbox.Engine()
+        template = json.dumps(
+            {
+                "model": "single_call",
+                "messages": [{"role": "user", "content": "PROMPT"}],
+                "tools": [
+                    {
+                        "type": "function",
+                        "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                    }
+                    for t in tools
+                ],
+            }
+        )
+
+        def one(index: int) -> None:
+            body = template.replace("PROMPT", f"{PROMPT} ({index})").encode()
+            assert engine.handle("POST", "/v1/chat/completions", body, client="127.0.0.1").status == 200
+
+    else:
+        transport = sandbox.transport()
+        client = skyl.Client("openai", transport=transport)
+
+        def one(index: int) -> None:
+            client.complete(
+                skyl.Request(model="single_call", messages=[skyl.user_text(f"{PROMPT} ({index})")], tools=tools)
+            )
+            if mode == "transport-cleared" and index % 1000 == 999:
+                transport.journal.clear()
+
+    for index in range(total):
+        one(index)
+        if index + 1 in (1000, total // 2, total):
+            gc.collect()
+            rss[str(index + 1)] = _rss_mb()
+    print(json.dumps(rss))
+
+
+def row_memory(settings: Settings) -> list[Row]:
+    total = 30_000 if settings.quick else 100_000  # the midpoint must be past the guard's 10,000
+    rows = []
+    modes = {
+        "engine": "Engine.handle, distinct bodies (the `sandbox serve` path)",
+        "transport-cleared": "skyl.Client over transport(), journal.clear() every 1k",
+        "transport": "skyl.Client over one transport(), default journal (newest 1000 kept)",
+    }
+    for mode, what in modes.items():
+        done = subprocess.run(
+            [sys.executable, __file__, "--memory-child", mode, str(total)], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            rows.append(Row(f"memory: {what}", None, "", "flat", False, f"failed: {done.stderr.strip()[-300:]}"))
+            continue
+        rss = json.loads(done.stdout.strip().splitlines()[-1])
+        small, half, big = rss["1000"], rss[str(total // 2)], rss[str(total)]
+        per = (big - small) * 1024 / (total - 1000)
+        # Flat: no growth once the bounded caches (the repeat guard's 10,000 fingerprints) are full.
+        flat = big - half <= 1.0 + 0.01 * half
+        rows.append(
+            Row(
+                f"memory after {total // 1000}k requests: {what}",
+                big / small,
+                "RSS after 1k requests",
+                "flat" if mode != "transport" else "flat (the journal keeps each)",
+                flat,
+                f"{small:.0f} / {half:.0f} / {big:.0f} MB after 1k / {total // 2000}k / {total // 1000}k "
+                f"({per:.2f} KB/request)",
+            )
+        )
+    return rows
+
+
+# -- the table ---------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    load = " / ".join(f"{value:.2f}" for value in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return (
+        f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}), "
+        f"{cpu}; Python {platform.python_version()} ({platform.python_implementation()}); "
+        f"{platform.system()} {platform.release()}; load average before the run {load}"
+    )
+
+
+def render(rows: list[Row]) -> str:
+    header = ["Row", "Ratio", "Baseline (same run)", "Target", "Met", "Measured"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for row in rows:
+        ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}x"
+        met = {True: "yes", False: "**no**", None: "-"}[row.met]
+        lines.append(f"| {row.name} | {ratio} | {row.baseline} | {row.target} | {met} | {row.measured} |")
+    return "\n".join(lines)
+
+
+def update_results(table: str, info: str, seconds: float) -> None:
+    path = HERE / "RESULTS.md"
+    text = path.read_text() if path.exists() else "# Benchmark results\n\n<!-- table -->\n<!-- /table -->\n"
+    block = (
+        f"<!-- table -->\nMachine: {info}.\nRun time: {seconds:.0f} s (`python bench/run.py`).\n\n{table}\n"
+        "<!-- /table -->"
+    )
+    start, end = text.index("<!-- table -->"), text.index("<!-- /table -->") + len("<!-- /table -->")
+    path.write_text(text[:start] + block + text[end:])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from: {', '.join(ROWS)}")
+    parser.add_argument("--quick", action="store_true", help="shorter runs (noisier)")
+    parser.add_argument("--profile", action="store_true", help="profile every subject that missed its target")
+    parser.add_argument("--update-results", action="store_true", help="rewrite the table in bench/RESULTS.md")
+    parser.add_argument("--memory-child", nargs=2, metavar=("MODE", "TOTAL"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_child[0], int(args.memory_child[1]))
+        return 0
+    chosen = [name.strip() for name in args.rows.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(ROWS))
+    if unknown:
+        parser.error(f"unknown rows {unknown}; choose from {', '.join(ROWS)}")
+    settings = Settings(quick=args.quick)
+    info = machine()
+    print(f"Machine: {info}", flush=True)
+    started = time.perf_counter()
+    rows: list[Row] = []
+    builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve,
+                "challenges": row_challenges, "memory": row_memory}  # fmt: skip
+    for name in ROWS:
+        if name in chosen:
+            print(f"... {name}", file=sys.stderr, flush=True)
+            rows.extend(builders[name](settings))
+    seconds = time.perf_counter() - started
+    table = render(rows)
+    print(table)
+    print(f"\n{seconds:.0f} s")
+    if args.profile:
+        for row in rows:
+            if row.met is False and row.profile is not None:
+                print(f"\n## Profile: {row.name}\n```\n{row.profile()}\n```")
+    if args.update_results:
+        update_results(table, info, seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
