@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import functools
 import hashlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -232,6 +233,30 @@ class WireFormat(ABC):
         """A `WireError` in this provider's error envelope."""
 
     stream_media_type: str = "text/event-stream"
+
+
+def error_from_body(provider: str, status: int, body: bytes, *, kind_key: str = "type") -> ProviderError:
+    """A provider's `{"error": {"message": ..., <kind_key>: ...}}` as a `ProviderError` with the message
+    verbatim; any other body (a proxy's HTML page, plain text) is kept whole as the message."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data: Any = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]  # Gemini's alt=json stream wraps its error in an array
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        kind = error.get(kind_key)
+        return ProviderError(
+            error["message"],
+            status=status,
+            provider=provider,
+            error_type=kind if isinstance(kind, str) else "",
+            body=data,
+        )
+    message = text.strip() or f"HTTP {status} with an empty body"
+    return ProviderError(message, status=status, provider=provider, body=text if data is None else data)
 
 
 def split_fragments(text: str, size: int = 4) -> list[str]:

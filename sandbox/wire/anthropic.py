@@ -25,6 +25,7 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
+    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -448,22 +449,7 @@ class Anthropic(WireFormat):
         return _StreamDecoder()
 
     def decode_error(self, status: int, body: bytes) -> ProviderError:
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            data = None
-        error = data.get("error") if isinstance(data, dict) else None
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            kind = error.get("type")
-            return ProviderError(
-                error["message"],
-                status=status,
-                provider=self.name,
-                error_type=kind if isinstance(kind, str) else "",
-                body=data,
-            )
-        text = body.decode("utf-8", errors="replace").strip()
-        return ProviderError(text or f"HTTP {status} with an empty body", status=status, provider=self.name, body=text)
+        return error_from_body(self.name, status, body)
 
     # -- fake side ---------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
+    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -102,22 +103,7 @@ class Gemini(WireFormat):
         return _GeminiStream()
 
     def decode_error(self, status: int, body: bytes) -> ProviderError:
-        text = body.decode("utf-8", errors="replace")
-        try:
-            data: Any = json.loads(text)
-        except (ValueError, RecursionError):
-            data = None
-        if isinstance(data, list) and len(data) == 1:
-            data = data[0]  # the alt=json stream wraps its error in an array
-        error = data.get("error") if isinstance(data, dict) else None
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            kind = error.get("status")
-            return ProviderError(
-                error["message"], status=status, provider=self.name,
-                error_type=kind if isinstance(kind, str) else "", body=data,
-            )  # fmt: skip
-        message = text.strip() or f"HTTP {status} with an empty body"
-        return ProviderError(message, status=status, provider=self.name, body=text)
+        return error_from_body(self.name, status, body, kind_key="status")
 
     # -- fake side -----------------------------------------------------------------------------
 

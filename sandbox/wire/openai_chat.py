@@ -25,6 +25,7 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
+    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -107,24 +108,7 @@ class OpenAIChat(WireFormat):
         return _ChatStreamDecoder()
 
     def decode_error(self, status: int, body: bytes) -> ProviderError:
-        text = body.decode("utf-8", errors="replace")
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return ProviderError(
-                text or f"HTTP {status} with an empty body", status=status, provider=self.name, body=text
-            )
-        error = data.get("error") if isinstance(data, dict) else None
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            kind = error.get("type")
-            return ProviderError(
-                error["message"],
-                status=status,
-                provider=self.name,
-                error_type=kind if isinstance(kind, str) else "",
-                body=data,
-            )
-        return ProviderError(text, status=status, provider=self.name, body=data)
+        return error_from_body(self.name, status, body)
 
     # -- fake side -----------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
+    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -92,23 +93,7 @@ class OpenAIResponses(WireFormat):
         return _ResponsesStreamDecoder()
 
     def decode_error(self, status: int, body: bytes) -> ProviderError:
-        text = body.decode("utf-8", errors="replace")
-        try:
-            data: Any = json.loads(text)
-        except (ValueError, RecursionError):
-            data = None
-        error = data.get("error") if isinstance(data, dict) else None
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            kind = error.get("type")
-            return ProviderError(
-                error["message"],
-                status=status,
-                provider=self.name,
-                error_type=kind if isinstance(kind, str) else "",
-                body=data,
-            )
-        message = text.strip() or f"HTTP {status} with an empty body"
-        return ProviderError(message, status=status, provider=self.name, body=text if data is None else data)
+        return error_from_body(self.name, status, body)
 
     # -- fake side -----------------------------------------------------------------------------
 
