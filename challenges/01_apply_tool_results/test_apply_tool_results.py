@@ -7,8 +7,12 @@ built to the provider: what the provider accepts, and the order of the results i
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sandbox.grading import PROVIDERS, Challenge
+from sandbox import Scenario
+from sandbox.grading import GRADING, PROVIDERS, Challenge, tasks
+from sandbox.strategies import result_maps
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -56,3 +60,24 @@ def test_results_for_ids_never_called_are_left_out(challenge: Challenge, provide
     results = {**stale, **{call.id: talk.output(call) for call in resp.tool_calls()}}
     outcome = talk.call(apply_tool_results, talk.request, resp, results)
     talk.expect_applied(outcome)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_any_turn_with_any_results(challenge: Challenge, provider: str) -> None:
+    """Generated: 1 to 8 calls of any names and arguments; results with calls missing, ids never called,
+    in any order."""
+    apply_tool_results = challenge.function("apply_tool_results")
+
+    @GRADING
+    @given(scenario=tasks(rounds=(1, 1), calls=(1, 8)), data=st.data())
+    def check(scenario: Scenario, data: st.DataObject) -> None:
+        talk = challenge.dialogue(scenario, provider)
+        resp = talk.first_response()
+        results = data.draw(result_maps(resp.tool_calls(), outputs=talk.output), label="results")
+        for call in resp.tool_calls():
+            if call.id not in results:
+                talk.expect_error_for(call)
+        outcome = talk.call(apply_tool_results, talk.request, resp, results)
+        talk.expect_applied(outcome)
+
+    check()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
 
-from sandbox.grading import PROVIDERS, Challenge
+from sandbox import Scenario
+from sandbox.grading import GRADING, PROVIDERS, Challenge, runaways
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -23,3 +25,18 @@ def test_raises_once_the_bound_is_hit(challenge: Challenge, scenario: str, provi
     talk = challenge.dialogue(scenario, provider)
     outcome = talk.call(complete, talk.client, talk.request, talk.run)
     talk.expect_gave_up(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_any_runaway_is_stopped_at_the_bound(challenge: Challenge, provider: str) -> None:
+    """Generated: a model that asks for the same 1 to 8 calls of any tools every turn."""
+    complete = challenge.function("complete")
+
+    @GRADING
+    @given(scenario=runaways())
+    def check(scenario: Scenario) -> None:
+        talk = challenge.dialogue(scenario, provider)
+        outcome = talk.call(complete, talk.client, talk.request, talk.run)
+        talk.expect_gave_up(outcome, bound=5)
+
+    check()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
 
-from sandbox.grading import PROVIDERS, Challenge
+from sandbox import Scenario
+from sandbox.grading import GRADING, PROVIDERS, Challenge, tasks
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -14,3 +16,18 @@ def test_answers_every_call_of_every_turn_in_order(challenge: Challenge, scenari
     talk = challenge.dialogue(scenario, provider)
     outcome = talk.call(complete, talk.client, talk.request, talk.run)
     talk.expect_answer(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_any_number_of_calls_in_any_turn(challenge: Challenge, provider: str) -> None:
+    """Generated: up to three rounds of 0 to 8 calls each, any tool names and arguments."""
+    complete = challenge.function("complete")
+
+    @GRADING
+    @given(scenario=tasks(rounds=(0, 3), calls=(0, 8)))
+    def check(scenario: Scenario) -> None:
+        talk = challenge.dialogue(scenario, provider)
+        outcome = talk.call(complete, talk.client, talk.request, talk.run)
+        talk.expect_answer(outcome, bound=5)
+
+    check()

@@ -4,8 +4,12 @@ streams every turn. skyl's own collector is taken away for these tests."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sandbox.grading import PROVIDERS, Challenge, take_away_collect_stream
+from sandbox import Scenario
+from sandbox.grading import GRADING, PROVIDERS, Challenge, take_away_collect_stream, tasks
+from sandbox.strategies import scenarios
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +44,35 @@ def test_complete_is_still_bounded(challenge: Challenge, provider: str) -> None:
     outcome = talk.call(complete, talk.client, talk.request, talk.run)
     talk.expect_gave_up(outcome, bound=5)
     talk.expect_streamed()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_collect_stream_rebuilds_any_turn(challenge: Challenge, provider: str) -> None:
+    """Generated: a turn of 0 to 8 calls whose arguments are any JSON objects, split into fragments."""
+    collect_stream = challenge.function("collect_stream")
+
+    @GRADING
+    @given(scenario=scenarios(rounds=st.just(1), calls=st.integers(0, 8), repeat=st.just("once")))
+    def check(scenario: Scenario) -> None:
+        talk = challenge.dialogue(scenario, provider)
+        stream = talk.stream_for()
+        outcome = talk.call(collect_stream, stream)
+        talk.expect_rebuilt(outcome, stream)
+
+    check()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_complete_streams_any_task(challenge: Challenge, provider: str) -> None:
+    """Generated: up to three rounds of 0 to 8 calls each, every turn streamed."""
+    complete = challenge.function("complete")
+
+    @GRADING
+    @given(scenario=tasks(rounds=(0, 3), calls=(0, 8)))
+    def check(scenario: Scenario) -> None:
+        talk = challenge.dialogue(scenario, provider)
+        outcome = talk.call(complete, talk.client, talk.request, talk.run)
+        talk.expect_answer(outcome, bound=5)
+        talk.expect_streamed()
+
+    check()

@@ -4,8 +4,11 @@ marked as an error, and the loop goes on to the model's answer."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sandbox.grading import PROVIDERS, Challenge
+from sandbox import Scenario
+from sandbox.grading import GRADING, PROVIDERS, Challenge, tasks
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -31,3 +34,24 @@ def test_an_unknown_tool_becomes_an_error_result(challenge: Challenge, provider:
     talk = challenge.dialogue("parallel_calls", provider, unknown_tools={"get_time"})
     outcome = talk.call(complete, talk.client, talk.request, talk.run)
     talk.expect_answer(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_any_failing_calls_become_error_results(challenge: Challenge, provider: str) -> None:
+    """Generated: up to three rounds of 1 to 8 calls; any of them may raise, or name an unknown tool."""
+    complete = challenge.function("complete")
+
+    @GRADING
+    @given(scenario=tasks(rounds=(1, 3), calls=(1, 8)), data=st.data())
+    def check(scenario: Scenario, data: st.DataObject) -> None:
+        calls = sorted({repr(call) for step in scenario.steps for call in step.calls})
+        failing = data.draw(st.lists(st.sampled_from(calls), unique=True), label="failing calls")
+        names = [tool.name for tool in scenario.tools]
+        unknown = data.draw(st.sets(st.sampled_from(names), max_size=1), label="unknown tools")
+        talk = challenge.dialogue(
+            scenario, provider, failing={call: f"{call} failed" for call in failing}, unknown_tools=unknown
+        )
+        outcome = talk.call(complete, talk.client, talk.request, talk.run)
+        talk.expect_answer(outcome, bound=5)
+
+    check()

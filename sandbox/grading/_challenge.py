@@ -14,24 +14,36 @@ import pytest
 from .._scenario import Scenario
 from ._dialogue import Dialogue
 from ._load import ImplementationError, load_implementation, unload
+from ._probe import WAIT
 
 __all__ = ["Challenge", "Deadlines", "Implementations", "take_away_collect_stream"]
 
 
 class Deadlines:
     """The per-test time limit. After a hang, the rest of that challenge's tests get a short one:
-    a correct solution answers in milliseconds, and one hang should not stall a whole run."""
+    a correct solution answers in milliseconds, and one hang should not stall a whole run.
 
-    def __init__(self, seconds: float, after_hang: float = 0.5) -> None:
+    The same holds for the wait of challenge 08's concurrency probe: once a challenge's calls were
+    seen running one at a time, its later tests (and generated examples) wait only briefly."""
+
+    def __init__(self, seconds: float, after_hang: float = 0.5, after_sequential: float = 0.05) -> None:
         self.seconds = seconds
         self.after_hang = min(seconds, after_hang)
+        self.after_sequential = min(WAIT, after_sequential)
         self._hung: set[str] = set()
+        self._sequential: set[str] = set()
 
     def for_challenge(self, name: str) -> float:
         return self.after_hang if name in self._hung else self.seconds
 
     def record_hang(self, name: str) -> None:
         self._hung.add(name)
+
+    def concurrency_wait(self, name: str) -> float:
+        return self.after_sequential if name in self._sequential else WAIT
+
+    def record_sequential(self, name: str) -> None:
+        self._sequential.add(name)
 
 
 class Implementations:
@@ -114,6 +126,16 @@ class Challenge:
 
     def deadline(self) -> float:
         return self._deadlines.for_challenge(self.name)
+
+    def full_deadline(self) -> float:
+        """The deadline before any hang shortened it."""
+        return self._deadlines.seconds
+
+    def concurrency_wait(self) -> float:
+        return self._deadlines.concurrency_wait(self.name)
+
+    def record_sequential(self) -> None:
+        self._deadlines.record_sequential(self.name)
 
     def record_hang(self) -> None:
         self._deadlines.record_hang(self.name)

@@ -23,7 +23,7 @@ from ._checks import EXPECT_ERROR, missing_from_report
 from ._clients import RecordingAsyncClient, RecordingClient, Sent, TeeStream
 from ._feedback import NotStarted
 from ._lessons import AWAIT, BOUND, CONCURRENT, END, MISSING, REPORT, STREAM, TOOL_FAILED, Lesson
-from ._probe import WAIT, ConcurrencyProbe
+from ._probe import ConcurrencyProbe
 from ._runner import Outcome, TimedOut, call_with_deadline
 from ._transcript import describe_call, quote
 from ._verdicts import Verdicts, short
@@ -66,7 +66,7 @@ class Dialogue(Verdicts):
         self.run: Callable[[ToolCall], Any]
         if mode == "async":
             self.client = RecordingAsyncClient(provider, transport=self.transport, sent=self.sent)
-            self.probe = ConcurrencyProbe(self.journal, self.output)
+            self.probe = ConcurrencyProbe(self.journal, self.output, wait=owner.concurrency_wait())
             self.run = self.probe.run
         else:
             self.client = RecordingClient(provider, transport=self.transport, sent=self.sent)
@@ -129,7 +129,8 @@ class Dialogue(Verdicts):
             outcome = None  # failing outside the except block keeps the grader's exception out of the report
         if outcome is None:
             self.owner.record_hang()
-            self.hung(seconds, self.owner.name, self.owner.deadline())
+            first = self.owner.full_deadline()
+            self.hung(seconds, self.owner.name, self.owner.deadline(), first=first if first > seconds else None)
         if self.probe is not None and self.probe.never_awaited():
             self.fail(
                 f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, "
@@ -316,9 +317,10 @@ class Dialogue(Verdicts):
         assert self.probe is not None, "expect_concurrent() needs a dialogue opened with mode='async'"
         if self.probe.one_at_a_time is not None:
             number, call = self.probe.one_at_a_time
+            self.owner.record_sequential()
             self.fail(
                 f"{self.function}() ran the calls of turn {number} one at a time: run({describe_call(call)}) "
-                f"waited {WAIT} s for the turn's other calls to start, and none did.",
+                f"waited {self.probe.wait:g} s for the turn's other calls to start, and none did.",
                 lesson=CONCURRENT,
             )
 

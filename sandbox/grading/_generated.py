@@ -28,14 +28,14 @@ import string
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from .. import strategies as sst
 from .._scenario import Scenario
 from .._types import StopReason
+from ..strategies import scenarios
 
 __all__ = ["EXAMPLES", "GRADING", "runaways", "tasks"]
 
-EXAMPLES = 6
-"""Examples per property and wire format: with four formats, 24 generated conversations a property."""
+EXAMPLES = 4
+"""Examples per property and wire format: with four formats, 16 generated conversations a property."""
 
 GRADING = settings(
     max_examples=EXAMPLES,
@@ -84,7 +84,7 @@ def tasks(
     With `stop`, every turn reports a stop reason drawn at random, whatever its calls say.
     """
     scenario = draw(
-        sst.scenarios(
+        scenarios(
             rounds=st.integers(*rounds),
             calls=st.integers(*calls),
             repeat=st.just("once"),
@@ -104,7 +104,7 @@ def runaways(draw: st.DrawFn, *, calls: tuple[int, int] = (1, 8), identifiers: b
     prose is read back word by word.
     """
     scenario = draw(
-        sst.scenarios(
+        scenarios(
             rounds=st.just(1),
             calls=st.integers(*calls),
             repeat=st.just("forever"),

@@ -43,7 +43,9 @@ class _Turn:
 
 
 class ConcurrencyProbe:
-    def __init__(self, journal: Journal, output: Callable[[ToolCall], str]) -> None:
+    def __init__(self, journal: Journal, output: Callable[[ToolCall], str], *, wait: float = WAIT) -> None:
+        self.wait = wait
+        """How long a call waits for its siblings (shorter once the learner's loop was seen sequential)."""
         self._journal = journal
         self._output = output
         self._turns: dict[int, _Turn] = {}
@@ -74,13 +76,13 @@ class ConcurrencyProbe:
             turn.started.set()
         if self.one_at_a_time is None:
             try:
-                await asyncio.wait_for(turn.started.wait(), WAIT)
+                await asyncio.wait_for(turn.started.wait(), self.wait)
             except asyncio.TimeoutError:
                 self.one_at_a_time = (number, call)
         if self.one_at_a_time is None and position + 1 < len(turn.calls):
             later = turn.finished.setdefault(position + 1, asyncio.Event())
             try:
-                await asyncio.wait_for(later.wait(), WAIT)
+                await asyncio.wait_for(later.wait(), self.wait)
             except asyncio.TimeoutError:
                 pass  # that call never ran: the order of results is checked on what was sent
         turn.finished.setdefault(position, asyncio.Event()).set()

@@ -124,10 +124,13 @@ class Verdicts:
             lesson=lesson,
         )
 
-    def hung(self, seconds: float, challenge: str, later: float) -> NoReturn:
+    def hung(self, seconds: float, challenge: str, later: float, *, first: float | None = None) -> NoReturn:
+        """`first` is the full deadline, when `seconds` is the shorter one that follows a hang (a generated
+        example's replay runs after its first hang: the learner should not read 0.5 s as the limit)."""
         __tracebackhide__ = True
+        shortened = f" (shortened after an earlier hang; the first run had {first:g} s)" if first else ""
         self.fail(
-            f"{self.function}() on {self.where} did not finish within {seconds:g} s, so the grader stopped "
+            f"{self.function}() on {self.where} did not finish within {seconds:g} s{shortened}, so the grader stopped "
             f"waiting. It had made {len(self.journal)} request(s). The request budget stops a loop that keeps "
             "calling the model, so this code is stuck somewhere else. Look for:",
             details=[

@@ -1,0 +1,22 @@
+"""Breaks "Bound the loop at ~5 rounds": gives up after 4 requests.
+
+Caught by test_raises_once_the_bound_is_hit[six_rounds-*]/[runaway-*]: the loop must make 5 requests before it raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sandbox import skyl
+
+
+def complete(client: skyl.Client, req: skyl.Request, run: Callable[[skyl.ToolCall], str]) -> skyl.Response:
+    for _ in range(4):
+        resp = client.complete(req)
+        calls = resp.tool_calls()
+        if not calls:
+            return resp
+        req.messages.append(resp.message)
+        for call in calls:
+            req.messages.append(skyl.tool_result_message(call.id, run(call)))
+    raise skyl.ToolLoopError("gave up after 4 tool rounds")

@@ -1,0 +1,22 @@
+"""Breaks "raise an exception when the bound is hit": the loop falls off its end and returns None.
+
+Caught by test_raises_once_the_bound_is_hit: it returned None while the model was still asking for tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sandbox import skyl
+
+
+def complete(client: skyl.Client, req: skyl.Request, run: Callable[[skyl.ToolCall], str]) -> skyl.Response | None:
+    for _ in range(5):
+        resp = client.complete(req)
+        calls = resp.tool_calls()
+        if not calls:
+            return resp
+        req.messages.append(resp.message)
+        for call in calls:
+            req.messages.append(skyl.tool_result_message(call.id, run(call)))
+    return None

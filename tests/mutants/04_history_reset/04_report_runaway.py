@@ -1,0 +1,30 @@
+"""Breaks "Track which tools were called each round": the history is re-created every round.
+
+Caught by test_the_error_names_the_bound_and_the_calls[runaway-*]/[six_rounds-*]: the sequence has one name, not five.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sandbox import skyl
+
+MAX_ROUNDS = 5
+
+
+def complete(client: skyl.Client, req: skyl.Request, run: Callable[[skyl.ToolCall], str]) -> skyl.Response:
+    history: list[str] = []
+    for _ in range(MAX_ROUNDS):
+        history = []
+        resp = client.complete(req)
+        calls = resp.tool_calls()
+        if not calls:
+            return resp
+        req.messages.append(resp.message)
+        for call in calls:
+            history.append(call.name)
+            req.messages.append(skyl.tool_result_message(call.id, run(call)))
+    raise skyl.ToolLoopError(
+        f"gave up after {MAX_ROUNDS} tool rounds; call sequence was [{' '.join(history)}]: "
+        "check what these tools return"
+    )

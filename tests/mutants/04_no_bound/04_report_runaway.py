@@ -1,0 +1,26 @@
+"""Breaks "Make the error say so": the error gives the sequence and the advice, but not the bound it hit.
+
+Caught by test_the_error_names_the_bound_and_the_calls: the number of rounds is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sandbox import skyl
+
+MAX_ROUNDS = 5
+
+
+def complete(client: skyl.Client, req: skyl.Request, run: Callable[[skyl.ToolCall], str]) -> skyl.Response:
+    history: list[str] = []
+    for _ in range(MAX_ROUNDS):
+        resp = client.complete(req)
+        calls = resp.tool_calls()
+        if not calls:
+            return resp
+        req.messages.append(resp.message)
+        for call in calls:
+            history.append(call.name)
+            req.messages.append(skyl.tool_result_message(call.id, run(call)))
+    raise skyl.ToolLoopError(f"gave up; call sequence was [{' '.join(history)}]: check what these tools return")

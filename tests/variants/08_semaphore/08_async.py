@@ -1,0 +1,29 @@
+"""Correct: gather under a semaphore that caps concurrency at 8 calls (more than a turn here makes)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from sandbox import skyl
+
+LIMIT = asyncio.Semaphore(8)
+
+
+async def limited(run: Callable[[skyl.ToolCall], Awaitable[str]], call: skyl.ToolCall) -> str:
+    async with LIMIT:
+        return await run(call)
+
+
+async def complete(
+    client: skyl.AsyncClient, req: skyl.Request, run: Callable[[skyl.ToolCall], Awaitable[str]]
+) -> skyl.Response:
+    for _ in range(5):
+        resp = await client.complete(req)
+        calls = resp.tool_calls()
+        if not calls:
+            return resp
+        outputs = await asyncio.gather(*(limited(run, call) for call in calls))
+        req.messages.append(resp.message)
+        req.messages.extend(map(skyl.tool_result_message, [call.id for call in calls], outputs))
+    raise skyl.ToolLoopError("gave up after 5 tool rounds")
