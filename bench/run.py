@@ -503,7 +503,7 @@ def row_memory(settings: Settings) -> list[Row]:
                 f"memory after {total // 1000}k requests: {what}",
                 big / small,
                 "RSS after 1k requests",
-                "flat" if mode != "transport" else "flat (the journal keeps each)",
+                "flat" if mode != "transport" else "flat",
                 flat,
                 f"{small:.0f} / {half:.0f} / {big:.0f} MB after 1k / {total // 2000}k / {total // 1000}k "
                 f"({per:.2f} KB/request)",

@@ -72,7 +72,7 @@ class ToolCall:
     """Provider details a replay needs (an OpenAI Responses item id, a Gemini thought signature)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.arguments, Mapping):
+        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):  # dict: the hot path
             raise UsageError(
                 f"ToolCall arguments must be a dict, got {type(self.arguments).__name__}: {self.arguments!r}. "
                 "Decode the provider's JSON string with json.loads first."
