@@ -384,7 +384,8 @@ WRONG = [
             )
         ),
         "test_an_unknown_tool_becomes_an_error_result[openai]",
-        "failed, but its result \"'get_time'\" does not say so",
+        "produced no output (its tool failed, or it had no entry in the results), but its result \"'get_time'\" "
+        "does not say so",
     ),
     Wrong(
         "08_async",

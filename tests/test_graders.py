@@ -73,6 +73,7 @@ TURN_FIRST = r"Append resp\.message before any tool result"
 TURN_ONCE = r"Append the assistant turn once|once per turn"
 ONE_PER_CALL = r"one tool message per call"
 OWN_ID = r"carries its own call id"
+ONE_RESULT = r"Each call gets exactly one result, carrying that call's own id"
 NOT_SKIPPED = r"append an error result rather than skipping it"
 OWN_OUTPUT = r"not in call order|each result must carry its own call's output"
 UNMARKED = r"does not say so: mark it is_error=True or word it as an error"
@@ -119,7 +120,7 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "01_dict_order": Mutant((caught("test_results_follow_the_calls_not_the_dict[*]", says=OWN_OUTPUT),)),
     "01_extra_ids": Mutant((caught("test_results_for_ids_never_called_are_left_out[*]", says=OWN_ID),)),
-    "01_same_id": Mutant((caught("*[parallel_calls-*]", says=ONE_PER_CALL),)),
+    "01_same_id": Mutant((caught("*[parallel_calls-*]", says=ONE_RESULT),)),
     "01_first_call_only": Mutant((caught("*[parallel_calls-*]", says=ONE_PER_CALL),)),
     "01_wrong_output": Mutant((caught("test_results_follow_the_calls_not_the_dict[*]", says=OWN_OUTPUT),)),
     "01_copy_not_kept": Mutant(
@@ -178,7 +179,7 @@ MUTANTS: dict[str, Mutant] = {
                 "*[parallel_rounds-openai]",
                 "*[parallel_rounds-openai-responses]",
                 "*[parallel_rounds-anthropic]",
-                says=ONE_PER_CALL,
+                says=ONE_RESULT,
             ),
         )
     ),

@@ -119,4 +119,5 @@ def test_history_expecting_an_error_rejects_a_silent_result() -> None:
         messages, messages, lambda call: EXPECT_ERROR if call.id == "call_2" else expected(call), has_call_ids=True
     )
     assert problem is not None and problem.index == 3
-    assert 'failed, but its result "-" does not say so' in problem.headline
+    assert 'its tool failed, or it had no entry in the results), but its result "-" does not say so' in problem.headline
+    assert problem.kind == "error_result", "the Rule line names the error-result rule, not call order"

@@ -34,7 +34,8 @@ class Problem:
     index: int | None = None
     """The message to mark in the transcript."""
     kind: str = ""
-    """For a diagnosis: `turn_first`, `turn_once` or `call_id`, the lesson rule it breaks."""
+    """The lesson rule it breaks, when not plain call order: `turn_first`, `turn_once`, `call_id`,
+    `duplicate` or `error_result`."""
 
 
 def says_error(result: ToolResult, sent: ToolResult | None) -> bool:
@@ -71,19 +72,30 @@ def check_history(
                     at,
                 )
             if has_call_ids and result.call_id != call.id:
+                earlier = (_result_at(messages, index + 1 + before) for before in range(position))
+                answered = {done.call_id for done in earlier if done is not None}
+                if result.call_id in {other.id for other in calls} - answered:
+                    return Problem(
+                        f"message {at} answers {result.call_id}, but the {nth} call of message {index} is "
+                        f"{describe_call(call)}: the results are not in call order.",
+                        at,
+                    )
                 return Problem(
                     f"message {at} answers {result.call_id}, but the {nth} call of message {index} is "
-                    f"{describe_call(call)}: the results are not in call order.",
+                    f"{describe_call(call)}: each result must carry its own call's id.",
                     at,
+                    kind="call_id",
                 )
             want = expected(call)
             mine = _result_at(sent, at) if at < len(sent) else None
             if want is EXPECT_ERROR:
                 if not says_error(result, mine):
                     return Problem(
-                        f"{describe_call(call, with_id=False)} failed, but its result {quote(result.content)} "
-                        "does not say so: mark it is_error=True or word it as an error (e.g. 'ERROR: ...').",
+                        f"{describe_call(call, with_id=False)} produced no output (its tool failed, or it had "
+                        f"no entry in the results), but its result {quote(result.content)} does not say so: "
+                        "mark it is_error=True or word it as an error (e.g. 'ERROR: ...').",
                         at,
+                        kind="error_result",
                     )
             elif result.content != want:
                 return Problem(
@@ -109,6 +121,7 @@ def diagnose(messages: Sequence[Message]) -> Problem | None:
     a result for an id the turn before it never made.
     """
     made: dict[str, int] = {}
+    answered: dict[str, int] = {}
     for index, message in enumerate(messages):
         if message.role == "assistant":
             for call in message.tool_calls():
@@ -147,6 +160,14 @@ def diagnose(messages: Sequence[Message]) -> Problem | None:
                 index,
                 "call_id",
             )
+        if call_id in answered:
+            return Problem(
+                f"message {index} answers {call_id} again (message {answered[call_id]} already did): "
+                "each call gets exactly one result, under its own id.",
+                index,
+                "duplicate",
+            )
+        answered[call_id] = index
     return None
 
 

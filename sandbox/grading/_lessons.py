@@ -60,9 +60,10 @@ _LESSONS: dict[str, Lesson] = {
         "call; when a tool fails or produced nothing, append an error result rather than skipping it.",
     ),
     Rule.DUPLICATE_RESULT: Lesson(
-        _ONE_PER_CALL,
-        "Two results answer the same call. Is the loop over the calls nested inside another loop, or "
-        "are the results of an earlier round appended again?",
+        "Each call gets exactly one result, carrying that call's own id (call.id).",
+        "Two results answer the same call. Does every result use its own call's id (call.id, not the "
+        "first call's)? Is the loop over the calls nested inside another loop, or are the results of an "
+        "earlier round appended again?",
     ),
     Rule.UNKNOWN_CALL_ID: Lesson(
         "Each tool result carries its own call id: that is how the provider pairs them.",
@@ -107,6 +108,12 @@ _DIAGNOSED = {
     "turn_first": _LESSONS[Rule.RESULT_WITHOUT_TURN],
     "turn_once": _ONCE,
     "call_id": _LESSONS[Rule.UNKNOWN_CALL_ID],
+    "duplicate": _LESSONS[Rule.DUPLICATE_RESULT],
+    "error_result": Lesson(
+        "Every call gets a result: a missing result or a failing tool becomes an error result, never silence.",
+        "Send the failure back as the call's result, marked so the model can tell: "
+        "skyl.tool_result_message(call.id, 'ERROR: <what went wrong>', is_error=True).",
+    ),
 }
 
 

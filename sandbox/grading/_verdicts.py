@@ -113,7 +113,8 @@ class Verdicts:
             has_call_ids=get_wire_format(self.provider).has_call_ids,
         )
         if problem is not None:
-            self.fail(f"In {self.where}, {problem.headline}", exchange=exchange, mark=problem.index, lesson=ORDER)
+            lesson = lesson_for_diagnosis(problem.kind) if problem.kind else ORDER
+            self.fail(f"In {self.where}, {problem.headline}", exchange=exchange, mark=problem.index, lesson=lesson)
 
     def raised(self, error: BaseException, instead: str, lesson: Lesson | None = None) -> NoReturn:
         __tracebackhide__ = True
