@@ -6,6 +6,9 @@ Learners import the client as `from sandbox import skyl`. Everything else is mou
     sandbox.httpx2_transport(...)         its twin for the official SDKs, which use httpx2
     sandbox.mock(...)                     intercept the providers' real hosts (respx + httpx2)
     sandbox.SandboxApp(sandbox.Engine())  the ASGI app behind `sandbox serve`
+
+PYTEST_DONT_REWRITE: the package is a pytest plugin, imported before any session (and again by
+sessions run in-process, as instructors' meta-tests do); it has no asserts to rewrite.
 """
 
 from __future__ import annotations
