@@ -191,9 +191,12 @@ class WireFormat(ABC):
     @abstractmethod
     def stream_decoder(self) -> StreamDecoder: ...
 
-    @abstractmethod
+    error_kind_key: str = "type"
+    """The key of the error envelope that names the kind of error (Gemini: `status`)."""
+
     def decode_error(self, status: int, body: bytes) -> ProviderError:
         """The provider's error body as a `ProviderError` with the message verbatim."""
+        return error_from_body(self.name, status, body, kind_key=self.error_kind_key)
 
     # -- fake side -----------------------------------------------------------------------------
 

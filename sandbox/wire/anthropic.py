@@ -25,7 +25,6 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
-    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -447,9 +446,6 @@ class Anthropic(WireFormat):
 
     def stream_decoder(self) -> StreamDecoder:
         return _StreamDecoder()
-
-    def decode_error(self, status: int, body: bytes) -> ProviderError:
-        return error_from_body(self.name, status, body)
 
     # -- fake side ---------------------------------------------------------------------------------
 

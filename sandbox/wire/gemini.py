@@ -28,7 +28,6 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
-    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -64,6 +63,7 @@ class Gemini(WireFormat):
     name = "gemini"
     base_url = "https://generativelanguage.googleapis.com"
     has_call_ids = False
+    error_kind_key = "status"
 
     # -- client side ---------------------------------------------------------------------------
 
@@ -101,9 +101,6 @@ class Gemini(WireFormat):
 
     def stream_decoder(self) -> StreamDecoder:
         return _GeminiStream()
-
-    def decode_error(self, status: int, body: bytes) -> ProviderError:
-        return error_from_body(self.name, status, body, kind_key="status")
 
     # -- fake side -----------------------------------------------------------------------------
 

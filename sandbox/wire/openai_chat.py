@@ -25,7 +25,6 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
-    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -106,9 +105,6 @@ class OpenAIChat(WireFormat):
 
     def stream_decoder(self) -> StreamDecoder:
         return _ChatStreamDecoder()
-
-    def decode_error(self, status: int, body: bytes) -> ProviderError:
-        return error_from_body(self.name, status, body)
 
     # -- fake side -----------------------------------------------------------------------------
 

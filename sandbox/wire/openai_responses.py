@@ -28,7 +28,6 @@ from ._base import (
     StreamDecoder,
     WireError,
     WireFormat,
-    error_from_body,
     split_fragments,
     stable_token,
 )
@@ -91,9 +90,6 @@ class OpenAIResponses(WireFormat):
 
     def stream_decoder(self) -> StreamDecoder:
         return _ResponsesStreamDecoder()
-
-    def decode_error(self, status: int, body: bytes) -> ProviderError:
-        return error_from_body(self.name, status, body)
 
     # -- fake side -----------------------------------------------------------------------------
 
