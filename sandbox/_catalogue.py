@@ -50,14 +50,18 @@ def load_scenarios(paths: Iterable[str | Path]) -> dict[str, Scenario]:
 
 
 @lru_cache(maxsize=1)
-def catalogue() -> dict[str, Scenario]:
-    """Every built-in scenario, by name."""
+def _builtin() -> dict[str, Scenario]:
     return load_scenarios([CATALOGUE_DIR])
+
+
+def catalogue() -> dict[str, Scenario]:
+    """Every built-in scenario, by name: a fresh dict each call, so no caller can change another's."""
+    return dict(_builtin())
 
 
 def get_scenario(name: str) -> Scenario:
     try:
-        return catalogue()[name]
+        return _builtin()[name]
     except KeyError:
         known = "\n".join(f"- {known}" for known in sorted(catalogue()))
         raise ScenarioError(f"No scenario named {name!r}. The catalogue has:\n{known}") from None

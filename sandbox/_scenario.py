@@ -19,6 +19,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from ._exceptions import ScenarioError
@@ -44,6 +45,10 @@ class Call:
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Read-only: scenarios are shared by every test in a process, and learner code can reach them.
+        object.__setattr__(self, "arguments", MappingProxyType(dict(self.arguments)))
+
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self.arguments.items())
         return f"{self.name}({args})"
@@ -64,6 +69,7 @@ class Step:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
+        object.__setattr__(self, "stop_reasons", MappingProxyType(dict(self.stop_reasons)))
 
     @property
     def is_answer(self) -> bool:
@@ -87,6 +93,7 @@ class Scenario:
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "tools", tuple(self.tools))
+        object.__setattr__(self, "tool_outputs", MappingProxyType(dict(self.tool_outputs)))
         self._check()
 
     def tool(self, name: str) -> Tool:

@@ -201,8 +201,10 @@ class _Harness:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if call.excinfo is not None and call.excinfo.errisinstance(NotStarted) and item.nodeid in self.refs:
-            self.not_started.add(item.nodeid)
+        if item.nodeid in self.refs:
+            report.sections = [(title, _trimmed(text)) for title, text in report.sections]
+            if call.excinfo is not None and call.excinfo.errisinstance(NotStarted):
+                self.not_started.add(item.nodeid)
         return report
 
     def pytest_report_teststatus(
@@ -300,6 +302,21 @@ class _Harness:
             name = next(iter(tallies))
             return f"{name} passes. Compare with the reference: `sandbox solution {_number(name)}`."
         return "Every challenge graded here passes. Compare with the references: `sandbox solution N`."
+
+
+CAPTURE_LIMIT = 4000
+"""Characters of a learner's printed output shown per section: a stray print in a loop must not bury
+the verdict under megabytes."""
+
+
+def _trimmed(text: str) -> str:
+    if len(text) <= CAPTURE_LIMIT:
+        return text
+    half = CAPTURE_LIMIT // 2
+    cut = len(text) - 2 * half
+    return (
+        f"{text[:half]}\n[... {cut} characters of output cut: print less, or print only on failure ...]\n{text[-half:]}"
+    )
 
 
 def _number(name: str) -> str:
