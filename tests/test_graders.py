@@ -462,9 +462,8 @@ def _expectations() -> Iterator[object]:
 def test_mutant_is_caught_for_the_right_reason(mutant: str, expected: Caught) -> None:
     graded = grade(MUTANTS_DIR / mutant, MUTANTS[mutant].isolate)
     names = _matching(graded, expected.tests)
-    assert names, (
-        f"No test of {mutant}'s challenge matches {expected.tests}; graded: {sorted(graded.outcomes)}"
-        + (f"\nthe grading run crashed: {graded.crash}" if graded.crash else "")
+    assert names, f"No test of {mutant}'s challenge matches {expected.tests}; graded: {sorted(graded.outcomes)}" + (
+        f"\nthe grading run crashed: {graded.crash}" if graded.crash else ""
     )
     passed = [name for name in names if graded.outcomes[name] == "passed"]
     assert not passed, f"{mutant} passed tests that should catch it: {passed}"

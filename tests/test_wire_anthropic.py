@@ -203,8 +203,25 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=16,
 )
-KEYS = st.sampled_from(["type", "index", "delta", "content_block", "message", "usage", "text", "partial_json",
-                        "id", "name", "input", "stop_reason", "output_tokens", "content", "error"])
+KEYS = st.sampled_from(
+    [
+        "type",
+        "index",
+        "delta",
+        "content_block",
+        "message",
+        "usage",
+        "text",
+        "partial_json",
+        "id",
+        "name",
+        "input",
+        "stop_reason",
+        "output_tokens",
+        "content",
+        "error",
+    ]
+)
 JSON_OBJECTS = st.dictionaries(KEYS, JSON, max_size=5)
 START = {
     "type": "message_start",
@@ -267,8 +284,13 @@ def test_encode_request_merges_tool_results_into_one_user_turn_with_is_error() -
         model=MODEL,
         messages=[
             user_text("Paris and Rome?"),
-            Message("assistant", [ToolCall("toolu_a", "get_weather", {"city": "Paris"}),
-                                  ToolCall("toolu_b", "get_weather", {"city": "Rome"})]),
+            Message(
+                "assistant",
+                [
+                    ToolCall("toolu_a", "get_weather", {"city": "Paris"}),
+                    ToolCall("toolu_b", "get_weather", {"city": "Rome"}),
+                ],
+            ),
             tool_result_message("toolu_a", "18C"),
             tool_result_message("toolu_b", "timeout", is_error=True),
         ],
@@ -292,7 +314,10 @@ def test_encode_request_folds_system_messages_and_passes_options_through() -> No
     assert encoded.json["system"] == "You are terse.\n\nUse metric units."
     assert encoded.json["messages"] == [{"role": "user", "content": "hi"}, assistant(text("Hello"))]
     assert {k: encoded.json[k] for k in ("stream", "temperature", "stop_sequences")} == {
-        "stream": True, "temperature": 0.2, "stop_sequences": ["END"]}
+        "stream": True,
+        "temperature": 0.2,
+        "stop_sequences": ["END"],
+    }
     assert "tools" not in encoded.json and "tool_choice" not in encoded.json
 
 
@@ -304,15 +329,25 @@ def test_encode_request_matches_what_the_official_sdk_sends() -> None:
         sent.append(json.loads(request.content))
         return httpx2.Response(200, json=RESPONSE_1)
 
-    client = anthropic.Anthropic(api_key="k", base_url="http://test", max_retries=0,
-                                 http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    client = anthropic.Anthropic(
+        api_key="k",
+        base_url="http://test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
     fields = {key: value for key, value in ROUND_TRIP_BODY.items() if key != "model"}
     client.messages.create(model=MODEL, **fields)  # type: ignore[call-overload]
     request = Request(
-        model=MODEL, system="You are terse.", tools=[WEATHER], tool_choice="auto",
-        messages=[user_text("Weather in Paris?"),
-                  Message("assistant", [Text("Let me check."), ToolCall(CALL_ID, "get_weather", {"city": "Paris"})]),
-                  tool_result_message(CALL_ID, "72F, sunny"), user_text("Answer in one line.")],
+        model=MODEL,
+        system="You are terse.",
+        tools=[WEATHER],
+        tool_choice="auto",
+        messages=[
+            user_text("Weather in Paris?"),
+            Message("assistant", [Text("Let me check."), ToolCall(CALL_ID, "get_weather", {"city": "Paris"})]),
+            tool_result_message(CALL_ID, "72F, sunny"),
+            user_text("Answer in one line."),
+        ],
     )
     assert WIRE.encode_request(request, stream=False, api_key=None).json == sent[0]
 
@@ -357,8 +392,10 @@ def test_decode_response_skips_blocks_the_neutral_model_has_no_place_for() -> No
         ([RESPONSE_1], r"response body is not a JSON object"),
         ({**RESPONSE_1, "content": None}, r"response\.content should be a list, got None"),
         ({**RESPONSE_1, "content": ["hi"]}, r"response\.content\[0\] is not an object"),
-        ({**RESPONSE_1, "content": [{"type": "tool_use", "id": "toolu_x", "name": "get_weather", "input": "{}"}]},
-         r"arguments of tool call 'toolu_x' \(get_weather\) are not a JSON object"),
+        (
+            {**RESPONSE_1, "content": [{"type": "tool_use", "id": "toolu_x", "name": "get_weather", "input": "{}"}]},
+            r"arguments of tool call 'toolu_x' \(get_weather\) are not a JSON object",
+        ),
         ({**RESPONSE_1, "usage": {"input_tokens": 1}}, r"response\.usage\.output_tokens should be an integer"),
         ({**RESPONSE_1, "stop_reason": None}, r"response\.stop_reason should be a string"),
     ],
@@ -379,7 +416,11 @@ def test_decode_error_keeps_the_captured_message_verbatim() -> None:
     }
     error = WIRE.decode_error(400, json.dumps(captured).encode())
     assert (error.message, error.status, error.error_type, error.body) == (
-        E1.format(n=1, ids="call_1"), 400, "invalid_request_error", captured)
+        E1.format(n=1, ids="call_1"),
+        400,
+        "invalid_request_error",
+        captured,
+    )
     assert str(error) == "anthropic 400 invalid_request_error: " + E1.format(n=1, ids="call_1")
 
 
@@ -413,17 +454,35 @@ def test_stream_decoder_numbers_calls_by_position_not_block_index() -> None:
     """Text is block 0 and the tools blocks 1 and 2; the calls are 0 and 1 (CAP C4 anthropic-tool-no-args)."""
     events = [
         *sse(START, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        *sse(*({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}
-               for t in ("Checking", " both."))),
+        *sse(
+            *(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}
+                for t in ("Checking", " both.")
+            )
+        ),
         *sse({"type": "content_block_stop", "index": 0}),
-        *sse({"type": "content_block_start", "index": 1,
-              "content_block": {"type": "tool_use", "id": "toolu_a", "name": "now", "input": {}}}),
+        *sse(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_a", "name": "now", "input": {}},
+            }
+        ),
         *sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}}),
         *sse({"type": "content_block_stop", "index": 1}),
-        *sse({"type": "content_block_start", "index": 2,
-              "content_block": {"type": "tool_use", "id": "toolu_b", "name": "get_weather", "input": {}}}),
-        *sse(*({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": p}}
-               for p in ("", '{"ci', 'ty":', ' "Rome"}'))),
+        *sse(
+            {
+                "type": "content_block_start",
+                "index": 2,
+                "content_block": {"type": "tool_use", "id": "toolu_b", "name": "get_weather", "input": {}},
+            }
+        ),
+        *sse(
+            *(
+                {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": p}}
+                for p in ("", '{"ci', 'ty":', ' "Rome"}')
+            )
+        ),
         *sse({"type": "content_block_stop", "index": 2}),
         *sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 40}}),
         *sse({"type": "message_stop"}),
@@ -440,25 +499,51 @@ def test_stream_decoder_numbers_calls_by_position_not_block_index() -> None:
 @pytest.mark.parametrize(
     ("events", "match"),
     [
-        (sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-         r"sent 'content_block_start' before message_start"),
+        (
+            sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            r"sent 'content_block_start' before message_start",
+        ),
         ([SSEEvent("message_start", "{not json")], r"data of a message_start event is not JSON"),
-        (sse({"type": "message_start", "message": {"id": "m", "model": MODEL}}),
-         r"message_start\.message\.usage should be an object"),
-        (sse(START, {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}}),
-         r"content_block_delta for content block 3, which is not open"),
-        (sse(START, {"type": "content_block_start", "index": 0,
-                     "content_block": {"type": "tool_use", "id": "toolu_x", "name": "get_weather", "input": {}}},
-             {"type": "content_block_delta", "index": 0,
-              "delta": {"type": "input_json_delta", "partial_json": "{\"ci"}},
-             {"type": "content_block_stop", "index": 0}),
-         r"arguments of tool call 'toolu_x' \(get_weather\) are not valid JSON: '\{\"ci'"),
-        (sse(START, {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}),
-         r"message_delta\.usage\.output_tokens should be an integer"),
+        (
+            sse({"type": "message_start", "message": {"id": "m", "model": MODEL}}),
+            r"message_start\.message\.usage should be an object",
+        ),
+        (
+            sse(START, {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}}),
+            r"content_block_delta for content block 3, which is not open",
+        ),
+        (
+            sse(
+                START,
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "tool_use", "id": "toolu_x", "name": "get_weather", "input": {}},
+                },
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"ci'},
+                },
+                {"type": "content_block_stop", "index": 0},
+            ),
+            r"arguments of tool call 'toolu_x' \(get_weather\) are not valid JSON: '\{\"ci'",
+        ),
+        (
+            sse(START, {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}),
+            r"message_delta\.usage\.output_tokens should be an integer",
+        ),
         (sse(START, {"type": "message_stop"}), r"message_stop before any message_delta gave a stop_reason"),
     ],
-    ids=["no-message-start", "bad-json", "no-usage", "unknown-block", "bad-arguments", "no-output-tokens",
-         "no-stop-reason"],
+    ids=[
+        "no-message-start",
+        "bad-json",
+        "no-usage",
+        "unknown-block",
+        "bad-arguments",
+        "no-output-tokens",
+        "no-stop-reason",
+    ],
 )
 def test_stream_decoder_has_clear_error(events: list[SSEEvent], match: str) -> None:
     decoder = WIRE.stream_decoder()
@@ -485,8 +570,17 @@ def test_stream_decoder_finish_has_clear_error_when_the_stream_was_cut() -> None
 
 
 EVENT_NAMES = st.sampled_from(
-    ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
-     "message_stop", "error", "ping", "future_event"]
+    [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "error",
+        "ping",
+        "future_event",
+    ]
 )
 
 
@@ -535,12 +629,20 @@ def test_parse_request_reads_the_documented_round_trip() -> None:
 
 def test_parse_request_splits_a_turn_of_results_into_tool_messages() -> None:
     """One neutral tool message per result in wire order; list content joined; is_error kept."""
-    parsed = parse(body([
-        ASK,
-        assistant(use("toolu_a"), use("toolu_b", "Rome")),
-        user(result("toolu_a", [text("18C"), text("clear")]), result("toolu_b", "timeout", is_error=True),
-             {"type": "image", "source": {"type": "url", "url": "https://x"}}),
-    ], stream=True))
+    parsed = parse(
+        body(
+            [
+                ASK,
+                assistant(use("toolu_a"), use("toolu_b", "Rome")),
+                user(
+                    result("toolu_a", [text("18C"), text("clear")]),
+                    result("toolu_b", "timeout", is_error=True),
+                    {"type": "image", "source": {"type": "url", "url": "https://x"}},
+                ),
+            ],
+            stream=True,
+        )
+    )
     assert parsed.messages[2:] == [
         Message("tool", [ToolResult("toolu_a", "18C\nclear")]),
         Message("tool", [ToolResult("toolu_b", "timeout", is_error=True)]),
@@ -551,8 +653,12 @@ def test_parse_request_splits_a_turn_of_results_into_tool_messages() -> None:
 
 @pytest.mark.parametrize(
     ("choice", "expected"),
-    [({"type": "auto"}, "auto"), ({"type": "any"}, "required"), ({"type": "none"}, "none"),
-     ({"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True}, "get_weather")],
+    [
+        ({"type": "auto"}, "auto"),
+        ({"type": "any"}, "required"),
+        ({"type": "none"}, "none"),
+        ({"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True}, "get_weather"),
+    ],
     ids=["auto", "any", "none", "tool"],
 )
 def test_parse_request_normalises_tool_choice(choice: dict[str, Any], expected: str) -> None:
@@ -563,17 +669,19 @@ def test_parse_request_normalises_tool_choice(choice: dict[str, Any], expected: 
 def test_parse_request_accepts_what_the_current_api_accepts() -> None:
     """Assistant first, consecutive same-role turns merged (CAP C2), unknown keys inside a message
     ignored, server tools beside custom ones, a system-role message, an empty final prefill."""
-    parsed = parse(body(
-        [
-            assistant(text("Let me look.")),
-            assistant(use("call_1")),
-            {"role": "user", "content": [result("call_1")], "name": "ignored"},
-            user(text("Thanks, now Rome.")),
-            {"role": "system", "content": "Be brief."},
-            {"role": "assistant", "content": ""},
-        ],
-        tools=[WEATHER_WIRE, {"type": "web_search_20250305", "name": "web_search"}],
-    ))
+    parsed = parse(
+        body(
+            [
+                assistant(text("Let me look.")),
+                assistant(use("call_1")),
+                {"role": "user", "content": [result("call_1")], "name": "ignored"},
+                user(text("Thanks, now Rome.")),
+                {"role": "system", "content": "Be brief."},
+                {"role": "assistant", "content": ""},
+            ],
+            tools=[WEATHER_WIRE, {"type": "web_search_20250305", "name": "web_search"}],
+        )
+    )
     assert [m.role for m in parsed.messages] == ["assistant", "assistant", "tool", "user", "system", "assistant"]
     assert parsed.tools == [WEATHER]
 
@@ -585,44 +693,61 @@ def bad(raw: bytes, message: str) -> tuple[bytes, str]:
 SCHEMA_CASES = [
     bad(b'{"model": ', "The request body is not valid JSON: unexpected end of data: line 1 column 11 (char 10)"),
     bad(b'{"model"\n "x"}', "The request body is not valid JSON: unexpected character: line 2 column 2 (char 10)"),
-    bad(b'{"a": "\\ud83d"}',
-        "The request body is not valid JSON: no low surrogate in string: line 1 column 14 (char 13)"),
+    bad(
+        b'{"a": "\\ud83d"}',
+        "The request body is not valid JSON: no low surrogate in string: line 1 column 14 (char 13)",
+    ),
     bad(b"", "The request body is not valid JSON: Input is a zero-length, empty document: line 1 column 1 (char 0)"),
     bad(b"[]", "Input should be a valid dictionary"),
     bad(json.dumps({"messages": [ASK], "max_tokens": 5}).encode(), "model: Field required"),
     bad(json.dumps({"model": MODEL, "messages": [ASK]}).encode(), "max_tokens: Field required"),
-    bad(body([ASK], max_tokens=2.5),
-        "max_tokens: Input should be a valid integer, got a number with a fractional part"),
+    bad(
+        body([ASK], max_tokens=2.5), "max_tokens: Input should be a valid integer, got a number with a fractional part"
+    ),
     bad(body([]), "messages: at least one message is required"),
     bad(body({"role": "user"}), "messages: Input should be a valid list"),
     bad(body([{"role": "user", "content": {"text": "hi"}}]), "messages.0.content: Input should be a valid list"),
     bad(body([{"role": "tool", "content": "hi"}]), "messages.0.role: Input should be 'user', 'assistant' or 'system'"),
     bad(body([{"content": "hi"}]), "messages.0.role: Field required"),
     bad(body([user({"text": "hi"})]), "messages.0.content.0: Unable to extract tag using discriminator 'type'"),
-    bad(body([user(text("hi"), {"type": "input_text", "text": "hi"})]),
+    bad(
+        body([user(text("hi"), {"type": "input_text", "text": "hi"})]),
         "messages.0.content.1: Input tag 'input_text' found using 'type' does not match any of the expected tags: "
         "'text', 'image', 'document', 'search_result', 'thinking', 'redacted_thinking', 'tool_use', 'tool_result', "
         "'server_tool_use', 'web_search_tool_result', 'web_fetch_tool_result', 'code_execution_tool_result', "
         "'bash_code_execution_tool_result', 'text_editor_code_execution_tool_result', 'tool_search_tool_result', "
-        "'container_upload'"),
-    bad(body([ASK, assistant(use("call 1"))]),
-        "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"),
-    bad(body([ASK, assistant({"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": '{"city": 1}'})]),
-        "messages.1.content.0.tool_use.input: Input should be a valid dictionary"),
+        "'container_upload'",
+    ),
+    bad(
+        body([ASK, assistant(use("call 1"))]),
+        "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+    ),
+    bad(
+        body([ASK, assistant({"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": '{"city": 1}'})]),
+        "messages.1.content.0.tool_use.input: Input should be a valid dictionary",
+    ),
     bad(body([user({"type": "tool_result"})]), "messages.0.content.0.tool_result.tool_use_id: Field required"),
-    bad(body([ASK], tools=[{"type": "function", "function": {"name": "get_weather"}}]),
+    bad(
+        body([ASK], tools=[{"type": "function", "function": {"name": "get_weather"}}]),
         "tools.0: Input tag 'function' found using 'type' does not match any of the expected tags: "
         "'bash_20250124', 'custom', 'text_editor_20250124', 'text_editor_20250429', 'text_editor_20250728', "
-        "'web_search_20250305'"),
-    bad(body([ASK], tools=[{**WEATHER_WIRE, "name": "get weather"}]),
-        "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'"),
+        "'web_search_20250305'",
+    ),
+    bad(
+        body([ASK], tools=[{**WEATHER_WIRE, "name": "get weather"}]),
+        "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'",
+    ),
     bad(body([ASK], tools=[{"name": "get_weather"}]), "tools.0.custom.input_schema: Field required"),
     bad(body([ASK], tools=[WEATHER_WIRE, WEATHER_WIRE]), "tools: Tool names must be unique."),
-    bad(body([ASK], tool_choice="auto"),
-        "tool_choice: Input should be a valid dictionary or object to extract fields from"),
-    bad(body([ASK], tool_choice={"type": "required"}),
+    bad(
+        body([ASK], tool_choice="auto"),
+        "tool_choice: Input should be a valid dictionary or object to extract fields from",
+    ),
+    bad(
+        body([ASK], tool_choice={"type": "required"}),
         "tool_choice: Input tag 'required' found using 'type' does not match any of the expected tags: "
-        "'auto', 'any', 'tool', 'none'"),
+        "'auto', 'any', 'tool', 'none'",
+    ),
     bad(body([ASK], system=[{"text": "Be terse."}]), "system.0.type: Field required"),
     bad(body([ASK], stream="maybe"), "stream: Input should be a valid boolean, unable to interpret input"),
     bad(body([ASK], response_format={"type": "json"}), "response_format: Extra inputs are not permitted"),
@@ -650,8 +775,15 @@ def test_error_envelope_matches_the_captured_shape_and_headers() -> None:
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(401, "authentication_error"), (404, "not_found_error"), (413, "request_too_large"),
-     (429, "rate_limit_error"), (500, "api_error"), (529, "overloaded_error"), (418, "invalid_request_error")],
+    [
+        (401, "authentication_error"),
+        (404, "not_found_error"),
+        (413, "request_too_large"),
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (529, "overloaded_error"),
+        (418, "invalid_request_error"),
+    ],
 )
 def test_error_uses_the_documented_type_for_each_status(status: int, kind: str) -> None:
     error = WIRE.error(status, "boom", rule=Rule.BUDGET, param="model", code="x", message_index=2)
@@ -662,46 +794,99 @@ def test_error_uses_the_documented_type_for_each_status(status: int, kind: str) 
 ORDER_CASES = [
     pytest.param(  # CAP C1: the exact request and message from the live API
         [assistant(use("call_1"), text("Done.")), user(result("call_1")), user(text("And now?"))],
-        E1.format(n=1, ids="call_1"), Rule.MISSING_RESULT, 0, id="E1-text-after-tool-use-C1"),
+        E1.format(n=1, ids="call_1"),
+        Rule.MISSING_RESULT,
+        0,
+        id="E1-text-after-tool-use-C1",
+    ),
     pytest.param(  # trigger (a): the loop moved on without results
         [ASK, assistant(use("toolu_a")), user(text("Never mind."))],
-        E1.format(n=1, ids="toolu_a"), Rule.MISSING_RESULT, 1, id="E1-no-results"),
+        E1.format(n=1, ids="toolu_a"),
+        Rule.MISSING_RESULT,
+        1,
+        id="E1-no-results",
+    ),
     pytest.param(  # trigger (c): text placed before the results
         [ASK, assistant(use("toolu_a")), user(text("Reminder."), result("toolu_a"))],
-        E1.format(n=1, ids="toolu_a"), Rule.MISSING_RESULT, 2, id="E1-text-before-results"),
+        E1.format(n=1, ids="toolu_a"),
+        Rule.MISSING_RESULT,
+        2,
+        id="E1-text-before-results",
+    ),
     pytest.param(  # trigger (d): only some of the parallel calls answered; the others listed
         [ASK, assistant(use("toolu_a"), use("toolu_b"), use("toolu_c")), user(result("toolu_b"))],
-        E1.format(n=1, ids="toolu_a, toolu_c"), Rule.MISSING_RESULT, 1, id="E1-partial"),
+        E1.format(n=1, ids="toolu_a, toolu_c"),
+        Rule.MISSING_RESULT,
+        1,
+        id="E1-partial",
+    ),
     pytest.param(  # the request ends on the calls
-        [ASK, assistant(use("toolu_a"))],
-        E1.format(n=1, ids="toolu_a"), Rule.MISSING_RESULT, 1, id="E1-ends-on-calls"),
+        [ASK, assistant(use("toolu_a"))], E1.format(n=1, ids="toolu_a"), Rule.MISSING_RESULT, 1, id="E1-ends-on-calls"
+    ),
     pytest.param(  # CAP C4 parallel-provider-client-tools: a server block after the client tool_use
-        [ASK, assistant(use("toolu_issue8112_custom"), {"type": "server_tool_use", "id": "srvtoolu_1",
-                                                         "name": "web_search", "input": {}}),
-         user(result("toolu_issue8112_custom"))],
-        E1.format(n=1, ids="toolu_issue8112_custom"), Rule.MISSING_RESULT, 1, id="E1-server-block-after"),
+        [
+            ASK,
+            assistant(
+                use("toolu_issue8112_custom"),
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            ),
+            user(result("toolu_issue8112_custom")),
+        ],
+        E1.format(n=1, ids="toolu_issue8112_custom"),
+        Rule.MISSING_RESULT,
+        1,
+        id="E1-server-block-after",
+    ),
     pytest.param(  # CAP C4 issue-21832: a result in the first message
         [user(text("hi"), result("T1"))],
-        E2.format(n=0, k=1, id="T1"), Rule.RESULT_WITHOUT_TURN, 0, id="E2-first-message-C4"),
+        E2.format(n=0, k=1, id="T1"),
+        Rule.RESULT_WITHOUT_TURN,
+        0,
+        id="E2-first-message-C4",
+    ),
     pytest.param(  # the lesson's DON'T: the assistant turn rebuilt as text
         [ASK, assistant(text("Let me check.")), user(result("toolu_a"))],
-        E2.format(n=2, k=0, id="toolu_a"), Rule.RESULT_WITHOUT_TURN, 2, id="E2-turn-rebuilt-as-text"),
+        E2.format(n=2, k=0, id="toolu_a"),
+        Rule.RESULT_WITHOUT_TURN,
+        2,
+        id="E2-turn-rebuilt-as-text",
+    ),
     pytest.param(
         [ASK, assistant(use("toolu_a")), user(result("toolu_a"), result("toolu_zzz"))],
-        E2.format(n=2, k=1, id="toolu_zzz"), Rule.UNKNOWN_CALL_ID, 3, id="E2-unknown-id"),
+        E2.format(n=2, k=1, id="toolu_zzz"),
+        Rule.UNKNOWN_CALL_ID,
+        3,
+        id="E2-unknown-id",
+    ),
     pytest.param(
         [ASK, assistant(use("toolu_a")), user(result("toolu_a"), result("toolu_a"))],
         "messages.2.content.1: each tool_use must have a single result. Found multiple `tool_result` blocks "
-        "with id: toolu_a", Rule.DUPLICATE_RESULT, 3, id="duplicate-result"),
+        "with id: toolu_a",
+        Rule.DUPLICATE_RESULT,
+        3,
+        id="duplicate-result",
+    ),
     pytest.param(  # the same assistant turn appended twice
         [ASK, assistant(use("toolu_a")), assistant(use("toolu_a")), user(result("toolu_a"))],
-        "messages.2.content.0: `tool_use` ids must be unique", Rule.DUPLICATE_TURN, 2, id="tool-use-ids-unique"),
+        "messages.2.content.0: `tool_use` ids must be unique",
+        Rule.DUPLICATE_TURN,
+        2,
+        id="tool-use-ids-unique",
+    ),
     pytest.param(
         [ASK, {"role": "assistant", "content": []}, user(text("hi"))],
         "messages.1: all messages must have non-empty content except for the optional final assistant message",
-        Rule.MALFORMED, 1, id="empty-content"),
-    pytest.param([ASK, assistant(text(""))], "messages: text content blocks must be non-empty", Rule.MALFORMED, 1,
-                 id="empty-text-block"),
+        Rule.MALFORMED,
+        1,
+        id="empty-content",
+    ),
+    pytest.param(
+        [ASK, assistant(text(""))],
+        "messages: text content blocks must be non-empty",
+        Rule.MALFORMED,
+        1,
+        id="empty-text-block",
+    ),
 ]
 
 
@@ -724,10 +909,19 @@ def test_parse_request_checks_the_schema_before_the_ordering_rules() -> None:
     assert rejection(raw).message == "max_tokens: Input should be a valid integer, unable to parse string as an integer"
 
 
-VALID = json.loads(body([
-    ASK, assistant(text("Checking."), use("toolu_a"), use("toolu_b")),
-    user(result("toolu_a", [text("18C")]), result("toolu_b", is_error=True)), user(text("Thanks.")),
-], system=[text("Be terse.")], tool_choice={"type": "auto"}, stream=True))
+VALID = json.loads(
+    body(
+        [
+            ASK,
+            assistant(text("Checking."), use("toolu_a"), use("toolu_b")),
+            user(result("toolu_a", [text("18C")]), result("toolu_b", is_error=True)),
+            user(text("Thanks.")),
+        ],
+        system=[text("Be terse.")],
+        tool_choice={"type": "auto"},
+        stream=True,
+    )
+)
 
 
 def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -799,9 +993,13 @@ def test_encode_response_has_the_documented_shape_and_id_formats() -> None:
 
 @pytest.mark.parametrize(
     ("stop", "raw_stop", "expected"),
-    [(StopReason.END_TURN, None, "end_turn"), (StopReason.MAX_TOKENS, None, "max_tokens"),
-     (StopReason.REFUSAL, None, "refusal"), (StopReason.OTHER, None, "pause_turn"),
-     (StopReason.END_TURN, "model_context_window_exceeded", "model_context_window_exceeded")],
+    [
+        (StopReason.END_TURN, None, "end_turn"),
+        (StopReason.MAX_TOKENS, None, "max_tokens"),
+        (StopReason.REFUSAL, None, "refusal"),
+        (StopReason.OTHER, None, "pause_turn"),
+        (StopReason.END_TURN, "model_context_window_exceeded", "model_context_window_exceeded"),
+    ],
 )
 def test_encode_response_stop_reason_is_faithful_or_verbatim(
     stop: StopReason, raw_stop: str | None, expected: str
@@ -850,8 +1048,11 @@ def test_encode_stream_decodes_back_to_the_scripted_turn() -> None:
 
 def test_encode_stream_sends_a_zero_argument_call_as_one_empty_fragment() -> None:
     turn = ModelTurn(Message("assistant", [ToolCall(WIRE.call_id("t/0"), "now", {})]), StopReason.TOOL_USE, "t")
-    deltas = [json.loads(e.data)["delta"] for e in iter_sse(WIRE.encode_stream(turn, conversation()))
-              if e.event == "content_block_delta"]
+    deltas = [
+        json.loads(e.data)["delta"]
+        for e in iter_sse(WIRE.encode_stream(turn, conversation()))
+        if e.event == "content_block_delta"
+    ]
     assert deltas == [{"type": "input_json_delta", "partial_json": ""}]  # CAP C4 anthropic-tool-no-args
 
 
@@ -902,7 +1103,8 @@ def test_round_trip_client_to_fake_keeps_every_call_and_result_in_order(messages
     parsed = parse(json.dumps(encoded.json).encode())
     assert parsed.messages == [system_text("Be terse."), *messages]
     assert [call.id for m in parsed.messages for call in m.tool_calls()] == [
-        call.id for m in messages for call in m.tool_calls()]
+        call.id for m in messages for call in m.tool_calls()
+    ]
 
 
 # -- the official SDK reads our output -----------------------------------------------------------------
@@ -926,8 +1128,12 @@ def sdk(turns: list[ModelTurn]) -> tuple[anthropic.Anthropic, list[Conversation]
             return httpx2.Response(200, headers={"content-type": "text/event-stream; charset=utf-8"}, content=content)
         return httpx2.Response(200, json=WIRE.encode_response(turn, parsed))
 
-    client = anthropic.Anthropic(api_key="sk-ant-test", base_url="http://test", max_retries=0,
-                                 http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    client = anthropic.Anthropic(
+        api_key="sk-ant-test",
+        base_url="http://test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
     return client, seen
 
 
@@ -947,8 +1153,9 @@ def sdk_loop(create: Callable[[list[Any]], Any]) -> tuple[Any, list[Any]]:
 def test_sdk_create_parses_our_response_and_its_replay_is_accepted() -> None:
     turns = [tool_turn("Paris", "Rome", prose="Let me check."), text_turn()]
     client, seen = sdk(turns)
-    final, _ = sdk_loop(lambda messages: client.messages.create(model=MODEL, max_tokens=1024, messages=messages,
-                                                                tools=TOOLS))
+    final, _ = sdk_loop(
+        lambda messages: client.messages.create(model=MODEL, max_tokens=1024, messages=messages, tools=TOOLS)
+    )
     assert final.content[0].text == "It's 18°C and sunny in Paris." and final.stop_reason == "end_turn"
     assert (final.usage.input_tokens, final.usage.output_tokens) == (700, 12)
     assert seen[1].messages[1] == turns[0].message  # the SDK's replay of our turn is our turn
@@ -976,15 +1183,20 @@ def test_sdk_stream_helper_builds_the_final_message_from_our_stream() -> None:
     final, messages = sdk_loop(create)
     first = messages[1]["content"]
     assert [(b.type, getattr(b, "input", None)) for b in first] == [
-        ("text", None), ("tool_use", {"city": "Paris"}), ("tool_use", {"city": "Rome"})]
+        ("text", None),
+        ("tool_use", {"city": "Paris"}),
+        ("tool_use", {"city": "Rome"}),
+    ]
     assert final.content[0].text == "It's 18°C and sunny in Paris." and final.stop_reason == "end_turn"
     assert seen[1].messages[1] == turns[0].message
 
 
 @pytest.mark.parametrize(
     ("messages", "message"),
-    [([ASK, assistant(use("toolu_a")), user(text("Never mind."))], E1.format(n=1, ids="toolu_a")),
-     ([ASK, assistant(text("Let me check.")), user(result("toolu_a"))], E2.format(n=2, k=0, id="toolu_a"))],
+    [
+        ([ASK, assistant(use("toolu_a")), user(text("Never mind."))], E1.format(n=1, ids="toolu_a")),
+        ([ASK, assistant(text("Let me check.")), user(result("toolu_a"))], E2.format(n=2, k=0, id="toolu_a")),
+    ],
     ids=["E1", "E2"],
 )
 def test_sdk_ordering_mistake_raises_bad_request_with_our_verbatim_text(messages: list[Any], message: str) -> None:
