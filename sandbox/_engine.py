@@ -28,6 +28,8 @@ __all__ = ["DEFAULT_BUDGET", "Engine", "Exchange"]
 DEFAULT_BUDGET = 50
 """Model requests one conversation may make before the sandbox stops it as a runaway."""
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+_REPEAT_WINDOW = 2.0
+"""Seconds: identical requests closer together than this count toward the budget as one runaway."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class _RepeatGuard:
     same request without appending anything. Counts reset after `window` seconds of quiet, so
     re-running a test suite is never mistaken for a loop."""
 
-    def __init__(self, limit: int, window: float = 10.0, size: int = 10_000) -> None:
+    def __init__(self, limit: int, window: float = _REPEAT_WINDOW, size: int = 10_000) -> None:
         self.limit = limit
         self.window = window
         self._size = size
@@ -149,8 +151,11 @@ class Engine:
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         self._check_tools(wire, scenario, conversation)
         position = replay(wire, scenario, conversation)
-        if position.step >= self.budget or self._repeats.count(_fingerprint(client, path, body)) > self.budget:
+        if position.step >= self.budget:
             raise _budget_error(wire, scenario, self.budget, position.step)
+        repeats = self._repeats.count(_fingerprint(client, path, body))
+        if repeats > self.budget:
+            raise _repeat_error(wire, scenario, self.budget, repeats)
         turn = render_turn(wire, scenario, position, conversation, len(body))
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
@@ -213,6 +218,18 @@ def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) 
         f"sandbox: this conversation has used its budget of {budget} model requests (scenario "
         f"{scenario.name!r}, {step} model turns so far). A loop that never stops would bill you for "
         "every round: bound the loop (about 5 rounds) and make its error name the calls it saw.",
+        rule=Rule.BUDGET,
+        code="sandbox_budget_exhausted",
+    )
+
+
+def _repeat_error(wire: WireFormat, scenario: Scenario, budget: int, repeats: int) -> WireError:
+    return wire.error(
+        400,
+        f"sandbox: this exact request has arrived {repeats} times, each within {_REPEAT_WINDOW:g} s of the "
+        f"last (scenario {scenario.name!r}), over the budget of {budget}: the conversation is not moving "
+        "on. A loop that never appends resp.message and the tool results asks the model the same "
+        "question forever; append them, and bound the loop (about 5 rounds).",
         rule=Rule.BUDGET,
         code="sandbox_budget_exhausted",
     )

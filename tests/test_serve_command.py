@@ -80,7 +80,8 @@ def test_serve_budget_option_stops_a_runaway(served: tuple[str, subprocess.Popen
     statuses = [httpx.post(f"{base}/v1/chat/completions", json=body).status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 400]
     last = httpx.post(f"{base}/v1/chat/completions", json=body)
-    assert "budget of 3 model requests" in json.loads(last.content)["error"]["message"]
+    message = json.loads(last.content)["error"]["message"]
+    assert "this exact request has arrived 5 times" in message and "over the budget of 3" in message
 
 
 def test_serve_banner_says_where_to_point_the_sdks(served: tuple[str, subprocess.Popen[str]]) -> None:
