@@ -23,30 +23,37 @@ def openai_chat(scenario_name: str, *, stream: bool = False, **options: Any) -> 
 
     scenario = sandbox.get_scenario(scenario_name)
     client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
-    tools: Any = [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-        for t in scenario.tools
-    ]
-    messages: list[Any] = [{"role": "user", "content": scenario.prompt}]
-    for _ in range(10):
-        if stream:
-            with client.chat.completions.stream(model=scenario.name, messages=messages, tools=tools) as events:
-                for _event in events:
-                    pass
-                message = events.get_final_completion().choices[0].message
-        else:
-            message = (
-                client.chat.completions.create(model=scenario.name, messages=messages, tools=tools).choices[0].message
-            )
-        if not message.tool_calls:
-            return message.content or ""
-        messages.append(message.model_dump(exclude_none=True))
-        for call in message.tool_calls:
-            arguments = json.loads(call.function.arguments)
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": _output(scenario, call.function.name, arguments)}
-            )
-    raise AssertionError("the openai chat loop did not finish")
+    with client:  # closes its connections: a server test must not leave sockets to the GC
+        tools: Any = [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in scenario.tools
+        ]
+        messages: list[Any] = [{"role": "user", "content": scenario.prompt}]
+        for _ in range(10):
+            if stream:
+                with client.chat.completions.stream(model=scenario.name, messages=messages, tools=tools) as events:
+                    for _event in events:
+                        pass
+                    message = events.get_final_completion().choices[0].message
+            else:
+                message = (
+                    client.chat.completions.create(model=scenario.name, messages=messages, tools=tools)
+                    .choices[0]
+                    .message
+                )
+            if not message.tool_calls:
+                return message.content or ""
+            messages.append(message.model_dump(exclude_none=True))
+            for call in message.tool_calls:
+                arguments = json.loads(call.function.arguments)
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "content": _output(scenario, call.function.name, arguments),
+                    }
+                )
+        raise AssertionError("the openai chat loop did not finish")
 
 
 def openai_responses(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
@@ -54,27 +61,34 @@ def openai_responses(scenario_name: str, *, stream: bool = False, **options: Any
 
     scenario = sandbox.get_scenario(scenario_name)
     client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
-    tools: Any = [
-        {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": False}
-        for t in scenario.tools
-    ]
-    items: list[Any] = [{"role": "user", "content": scenario.prompt}]
-    for _ in range(10):
-        if stream:
-            with client.responses.stream(model=scenario.name, input=items, tools=tools) as events:
-                for _event in events:
-                    pass
-                response = events.get_final_response()
-        else:
-            response = client.responses.create(model=scenario.name, input=items, tools=tools)
-        calls = [item for item in response.output if item.type == "function_call"]
-        if not calls:
-            return response.output_text
-        items.extend(item.model_dump(exclude_none=True) for item in response.output)
-        for call in calls:
-            output = _output(scenario, call.name, json.loads(call.arguments))
-            items.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
-    raise AssertionError("the openai responses loop did not finish")
+    with client:  # closes its connections: a server test must not leave sockets to the GC
+        tools: Any = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in scenario.tools
+        ]
+        items: list[Any] = [{"role": "user", "content": scenario.prompt}]
+        for _ in range(10):
+            if stream:
+                with client.responses.stream(model=scenario.name, input=items, tools=tools) as events:
+                    for _event in events:
+                        pass
+                    response = events.get_final_response()
+            else:
+                response = client.responses.create(model=scenario.name, input=items, tools=tools)
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                return response.output_text
+            items.extend(item.model_dump(exclude_none=True) for item in response.output)
+            for call in calls:
+                output = _output(scenario, call.name, json.loads(call.arguments))
+                items.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
+        raise AssertionError("the openai responses loop did not finish")
 
 
 def anthropic_messages(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
@@ -82,30 +96,39 @@ def anthropic_messages(scenario_name: str, *, stream: bool = False, **options: A
 
     scenario = sandbox.get_scenario(scenario_name)
     client = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, **options)
-    tools: Any = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in scenario.tools]
-    messages: list[Any] = [{"role": "user", "content": scenario.prompt}]
-    for _ in range(10):
-        if stream:
-            with client.messages.stream(model=scenario.name, max_tokens=1024, messages=messages, tools=tools) as events:
-                for _event in events:
-                    pass
-                message = events.get_final_message()
-        else:
-            message = client.messages.create(model=scenario.name, max_tokens=1024, messages=messages, tools=tools)
-        calls = [block for block in message.content if block.type == "tool_use"]
-        if not calls:
-            return "".join(block.text for block in message.content if block.type == "text")
-        messages.append({"role": "assistant", "content": message.content})
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": call.id, "content": _output(scenario, call.name, call.input)}
-                    for call in calls
-                ],
-            }
-        )
-    raise AssertionError("the anthropic loop did not finish")
+    with client:  # closes its connections: a server test must not leave sockets to the GC
+        tools: Any = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in scenario.tools
+        ]
+        messages: list[Any] = [{"role": "user", "content": scenario.prompt}]
+        for _ in range(10):
+            if stream:
+                with client.messages.stream(
+                    model=scenario.name, max_tokens=1024, messages=messages, tools=tools
+                ) as events:
+                    for _event in events:
+                        pass
+                    message = events.get_final_message()
+            else:
+                message = client.messages.create(model=scenario.name, max_tokens=1024, messages=messages, tools=tools)
+            calls = [block for block in message.content if block.type == "tool_use"]
+            if not calls:
+                return "".join(block.text for block in message.content if block.type == "text")
+            messages.append({"role": "assistant", "content": message.content})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": call.id,
+                            "content": _output(scenario, call.name, call.input),
+                        }
+                        for call in calls
+                    ],
+                }
+            )
+        raise AssertionError("the anthropic loop did not finish")
 
 
 def gemini(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
@@ -114,42 +137,45 @@ def gemini(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
 
     scenario = sandbox.get_scenario(scenario_name)
     client = genai.Client(api_key="test-key", http_options=types.HttpOptions(**options))
-    declarations = [
-        types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=dict(t.parameters))
-        for t in scenario.tools
-    ]
-    config = types.GenerateContentConfig(
-        tools=[types.Tool(function_declarations=declarations)] if declarations else None,
-        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-    )
-    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=scenario.prompt)])]
-    for _ in range(10):
-        if stream:
-            parts: list[Any] = []
-            for chunk in client.models.generate_content_stream(model=scenario.name, contents=contents, config=config):
-                if chunk.candidates and chunk.candidates[0].content and chunk.candidates[0].content.parts:
-                    parts.extend(chunk.candidates[0].content.parts)
-            content = types.Content(role="model", parts=parts)
-        else:
-            response = client.models.generate_content(model=scenario.name, contents=contents, config=config)
-            assert response.candidates and response.candidates[0].content
-            content = response.candidates[0].content
-        calls = [part.function_call for part in content.parts or [] if part.function_call]
-        if not calls:
-            return "".join(part.text or "" for part in content.parts or [])
-        contents.append(content)
-        contents.append(
-            types.Content(
-                role="user",
-                parts=[
-                    types.Part.from_function_response(
-                        name=call.name or "", response={"result": _output(scenario, call.name or "", call.args)}
-                    )
-                    for call in calls
-                ],
-            )
+    with client:  # closes its connections: a server test must not leave sockets to the GC
+        declarations = [
+            types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=dict(t.parameters))
+            for t in scenario.tools
+        ]
+        config = types.GenerateContentConfig(
+            tools=[types.Tool(function_declarations=declarations)] if declarations else None,
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
-    raise AssertionError("the gemini loop did not finish")
+        contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=scenario.prompt)])]
+        for _ in range(10):
+            if stream:
+                parts: list[Any] = []
+                for chunk in client.models.generate_content_stream(
+                    model=scenario.name, contents=contents, config=config
+                ):
+                    if chunk.candidates and chunk.candidates[0].content and chunk.candidates[0].content.parts:
+                        parts.extend(chunk.candidates[0].content.parts)
+                content = types.Content(role="model", parts=parts)
+            else:
+                response = client.models.generate_content(model=scenario.name, contents=contents, config=config)
+                assert response.candidates and response.candidates[0].content
+                content = response.candidates[0].content
+            calls = [part.function_call for part in content.parts or [] if part.function_call]
+            if not calls:
+                return "".join(part.text or "" for part in content.parts or [])
+            contents.append(content)
+            contents.append(
+                types.Content(
+                    role="user",
+                    parts=[
+                        types.Part.from_function_response(
+                            name=call.name or "", response={"result": _output(scenario, call.name or "", call.args)}
+                        )
+                        for call in calls
+                    ],
+                )
+            )
+        raise AssertionError("the gemini loop did not finish")
 
 
 DRIVERS = {

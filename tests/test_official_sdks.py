@@ -45,6 +45,7 @@ def server() -> Iterator[str]:
     yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     instance.should_exit = True
     thread.join(5)
+    sock.close()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
@@ -107,7 +108,7 @@ def test_openai_sdk_raises_its_own_400_with_the_verbatim_text(server: str) -> No
     import openai
 
     client = openai.OpenAI(api_key="sk-test", max_retries=0, base_url=f"{server}/v1")
-    with pytest.raises(openai.BadRequestError) as info:
+    with client, pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(
             model="single_call",
             messages=[
