@@ -8,6 +8,7 @@ sandbox solution N           the reference solution, once N passes
 sandbox scenarios            the scenario catalogue
 sandbox replay SCENARIO      a reference run of a scenario, request by request
 sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
+sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
 from .grading._dialogue import call_key
+from .grading._grade import grade, plan
 from .grading._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading._program_cases import CASES
 from .grading._progress import Progress
 from .grading._state import State
 from .grading._transcript import describe_call, describe_message, quote
@@ -35,6 +38,7 @@ from .wire import PROVIDERS
 __all__ = ["main"]
 
 REPLAY_ROUNDS = 5
+GRADE_TIMEOUT = 10.0
 
 
 class CommandError(Exception):
@@ -43,7 +47,13 @@ class CommandError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if words[:1] == ["grade"] and "--" in words:  # everything after `--` is the program to grade
+        split = words.index("--")
+        words, command = words[:split], words[split + 1 :]
+    args = parser.parse_args(words)
+    args.program = command
     try:
         return int(args.handler(args))
     except (CommandError, SandboxError) as error:
@@ -98,6 +108,28 @@ def _parser() -> argparse.ArgumentParser:
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+    grade_ = command(
+        "grade",
+        "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",
+        _grade,
+        [where],
+    )
+    grade_.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop (default: all)")
+    grade_.add_argument(
+        "--wire",
+        default=",".join(PROVIDERS),
+        metavar="LIST",
+        help=f"the wire formats the program speaks, comma-separated (default: {','.join(PROVIDERS)})",
+    )
+    grade_.add_argument("--report", type=Path, default=None, metavar="PATH", help="write Gradescope results.json")
+    grade_.add_argument(
+        "--timeout",
+        type=float,
+        default=GRADE_TIMEOUT,
+        metavar="S",
+        help=f"seconds per case (default {GRADE_TIMEOUT:g})",
+    )
+    grade_.add_argument("--build", default=None, metavar="CMD", help="run CMD once first, e.g. 'go build -o loop .'")
     return parser
 
 
@@ -270,3 +302,33 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
     serve(engine, host=args.host, port=args.port)
     return 0
+
+
+# -- programs in any language ------------------------------------------------------------------------
+
+
+def _grade(args: argparse.Namespace) -> int:
+    if not args.program:
+        raise CommandError(
+            "sandbox grade needs the program to run after `--`, e.g.: sandbox grade 2 -- ./loop  or  "
+            "sandbox grade -- node examples/js/loop.mjs"
+        )
+    providers = [name.strip() for name in args.wire.split(",") if name.strip()]
+    unknown = [name for name in providers if name not in PROVIDERS]
+    if unknown or not providers:
+        raise CommandError(f"--wire {args.wire}: use one or more of {', '.join(PROVIDERS)}, comma-separated.")
+    if args.timeout <= 0:
+        raise CommandError(f"--timeout {args.timeout}: use a number of seconds above 0.")
+    root = find_root(args.dir or Path.cwd())
+    known = {info.name: info for info in load_challenges(root)} if root else {}
+    programs = [known.get(name) or ChallengeInfo(name, Path(name)) for name in CASES]
+    chosen = [_pick(programs, args.number)] if args.number else programs
+    return grade(
+        args.program,
+        plan([info.name for info in chosen], providers),
+        out=sys.stdout,
+        timeout=args.timeout,
+        report=args.report,
+        build=args.build,
+        titles={info.name: info.title for info in chosen},
+    )

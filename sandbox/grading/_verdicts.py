@@ -42,6 +42,11 @@ class Verdicts:
         raise NotImplementedError
 
     @property
+    def actor(self) -> str:
+        """Who a headline names: `complete()`, or `your program` when it is not a Python function."""
+        return f"{self.function}()"
+
+    @property
     def where(self) -> str:
         return f"scenario {self.scenario.name!r} on {self.provider}"
 
@@ -52,7 +57,7 @@ class Verdicts:
         for number in range(1, len(sizes)):
             if sizes[number] <= sizes[number - 1]:
                 self.fail(
-                    f"{self.function}() on {self.where}: request {number + 1} carried the same conversation as "
+                    f"{self.actor} on {self.where}: request {number + 1} carried the same conversation as "
                     f"request {number}; nothing was appended in between, so the model could only ask again.",
                     exchange=self.journal[number],
                     lesson=APPEND,
@@ -70,11 +75,10 @@ class Verdicts:
         assert error is not None
         if error.rule is Rule.BUDGET:
             title = (
-                f"{self.function}() on {self.where} never stopped: the sandbox's budget of {self.budget} requests "
-                "ended it."
+                f"{self.actor} on {self.where} never stopped: the sandbox's budget of {self.budget} requests ended it."
             )
         else:
-            who = headline or f"{self.function}() on {self.where}"
+            who = headline or f"{self.actor} on {self.where}"
             title = f"{who}: the provider rejected request {number} of {len(self.journal)}."
         lesson = lesson_for(error.rule)
         mark = error.message_index

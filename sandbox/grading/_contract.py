@@ -1,0 +1,58 @@
+"""The contract between `sandbox grade` and a program in any language, one graded case at a time.
+
+The environment tells the program everything it needs:
+
+    SANDBOX_WIRE            openai | openai-responses | anthropic | gemini: the wire format to speak
+    SANDBOX_BASE_URL        the private sandbox of this case, e.g. http://127.0.0.1:41234: append
+                            paths to it as they are (it has no trailing slash, and may carry a path)
+    OPENAI_BASE_URL         SANDBOX_BASE_URL + "/v1"   (read by the official OpenAI SDKs)
+    ANTHROPIC_BASE_URL      SANDBOX_BASE_URL           (read by the official Anthropic SDKs)
+    GOOGLE_GEMINI_BASE_URL  SANDBOX_BASE_URL           (read by the official google-genai SDKs)
+    OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY   placeholders: the sandbox needs no key
+    SANDBOX_MODEL           the model to ask for: in the sandbox it names the scenario
+    SANDBOX_PROMPT          the user's message that starts the conversation
+    SANDBOX_STREAM          1: stream every model request; 0: do not
+
+The sandbox describes the scenario's tools and runs them:
+
+    GET  $SANDBOX_BASE_URL/sandbox/tools          [{"name", "description", "parameters"}, ...]
+                                                  (parameters is a JSON schema)
+    POST $SANDBOX_BASE_URL/sandbox/tools/NAME     body: the call's arguments, a JSON object;
+                                                  200: the tool's output, as text;
+                                                  any other status: the tool failed, the text says why
+
+The program ends in one of two ways:
+
+    the model answered     print the answer's text on stdout (nothing else there), exit 0
+    the bound was hit      exit non-zero, with the report on stderr (the bound, the calls in order,
+                           what to check)
+
+Anything else (debug output, logs) goes to stderr.
+"""
+
+from __future__ import annotations
+
+__all__ = ["API_KEY", "environment"]
+
+API_KEY = "sandbox-needs-no-key"
+"""What the key variables hold: SDKs that refuse to start without a key get one."""
+
+
+def environment(provider: str, base_url: str, *, model: str, prompt: str, stream: bool) -> dict[str, str]:
+    """The variables of one case, to lay over the grader's own environment."""
+    return {
+        "SANDBOX_WIRE": provider,
+        "SANDBOX_BASE_URL": base_url,
+        "OPENAI_BASE_URL": f"{base_url}/v1",
+        "ANTHROPIC_BASE_URL": base_url,
+        "GOOGLE_GEMINI_BASE_URL": base_url,
+        "OPENAI_API_KEY": API_KEY,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "GEMINI_API_KEY": API_KEY,
+        "SANDBOX_MODEL": model,
+        "SANDBOX_PROMPT": prompt,
+        "SANDBOX_STREAM": "1" if stream else "0",
+        # A proxy configured for the outside world must not sit between the program and its sandbox.
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }

@@ -1,0 +1,163 @@
+"""`sandbox grade`: grade a program in any language, case by case, with the challenges' verdicts.
+
+Each case (challenge x scenario x wire format) runs the program once against a fresh private sandbox
+(`ProgramDialogue`), and its verdict is the one `pytest challenges/` gives Python code: the same
+transcripts, provider errors, rules and hints, the same tallies and summary, and the same Gradescope
+`results.json`, written before the first case and after every case. The exit status comes from the
+tallies: 0 only when every case passed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import pytest
+
+from .._catalogue import get_scenario
+from ._challenge import Deadlines
+from ._program import ProgramRun, run_program
+from ._program_cases import CASES, Case
+from ._program_dialogue import ProgramDialogue
+from ._report import ResultsFile
+from ._summary import FAILED, PASSED, Tally, challenge_lines
+
+__all__ = ["Planned", "grade", "plan"]
+
+BUILD_SECONDS = 300.0
+"""The build step's limit: a first `go build` compiles the standard library it uses."""
+_AFTER_HANG = 2.0
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One case on one wire format."""
+
+    challenge: str
+    case: Case
+    provider: str
+
+    @property
+    def nodeid(self) -> str:
+        return f"{self.challenge}::{self.case.test}[{self.case.scenario}-{self.provider}]"
+
+
+def plan(challenges: Sequence[str], providers: Sequence[str]) -> list[Planned]:
+    return [
+        Planned(challenge, case, provider)
+        for challenge in challenges
+        for case in CASES[challenge]
+        for provider in providers
+    ]
+
+
+def grade(
+    command: Sequence[str],
+    planned: Sequence[Planned],
+    *,
+    out: TextIO,
+    timeout: float,
+    report: Path | None = None,
+    build: str | None = None,
+    cwd: str | None = None,
+    titles: Mapping[str, str] | None = None,
+) -> int:
+    """Run every planned case; print the failures and the summary; return the exit status."""
+
+    def echo(text: str = "", end: str = "\n") -> None:
+        out.write(text + end)
+        out.flush()
+
+    shown = shlex.join(command)
+    results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
+    if build:
+        echo(f"Building: {build}")
+    broken = _build(build, cwd) if build else None
+    deadlines = Deadlines(timeout, after_hang=_AFTER_HANG)
+    outcomes: dict[str, tuple[str, str]] = {}
+    echo(f"Grading `{shown}`: {len(planned)} case(s).")
+    current = ""
+    for item in planned:
+        if item.challenge != current:
+            current = item.challenge
+            echo(f"\n{current} ", end="")
+        outcome, output = (FAILED, broken) if broken else _grade_case(command, item, deadlines, cwd)
+        outcomes[item.nodeid] = (outcome, output)
+        echo("." if outcome == PASSED else "F", end="")
+        if results is not None:
+            results.record(item.nodeid, outcome, output)
+    echo("")
+    _print_failures(planned, outcomes, out)
+    tallies: dict[str, Tally] = {}
+    for item in planned:
+        tally = tallies.setdefault(item.challenge, Tally())
+        tally.collected += 1
+        tally.add(outcomes[item.nodeid][0], item.nodeid)
+    echo("")
+    for line in challenge_lines(tallies, titles or {}):
+        echo(line)
+    if report is not None:
+        echo(f"Results written to {report}")
+    return 0 if all(outcome == PASSED for outcome, _ in outcomes.values()) else 1
+
+
+def _grade_case(command: Sequence[str], item: Planned, deadlines: Deadlines, cwd: str | None) -> tuple[str, str]:
+    case = item.case
+    talk = ProgramDialogue(
+        get_scenario(case.scenario),
+        item.provider,
+        stream=case.stream,
+        failing=case.failing,
+        unknown_tools=case.unknown_tools,
+        concurrency_wait=deadlines.concurrency_wait(item.challenge) if case.concurrent else None,
+    )
+    seconds = deadlines.for_challenge(item.challenge)
+    run = talk.run(command, seconds, cwd=cwd)
+    if run.timed_out:
+        deadlines.record_hang(item.challenge)
+    try:
+        if case.expect == "answer":
+            talk.expect_answer(run, bound=5)
+        else:
+            report = talk.expect_gave_up(run, bound=5)
+            if case.expect == "report":
+                talk.expect_runaway_report(report)
+        if case.stream:
+            talk.expect_streamed()
+        if case.concurrent:
+            if talk.desk.one_at_a_time is not None:
+                deadlines.record_sequential(item.challenge)
+            talk.expect_concurrent()
+    except pytest.fail.Exception as failure:
+        return FAILED, str(failure.msg)
+    return PASSED, ""
+
+
+def _build(build: str, cwd: str | None) -> str | None:
+    """Run the build command once; its failure, as every case's feedback, or None."""
+    run: ProgramRun = run_program(shlex.split(build), dict(os.environ), BUILD_SECONDS, cwd=cwd)
+    if run.returncode == 0 and not run.timed_out:
+        return None
+    why = run.not_started or ("it did not finish" if run.timed_out else run.exit_description)
+    output = (run.stderr + run.stdout).rstrip() or "(no output)"
+    return f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
+
+
+def _print_failures(planned: Sequence[Planned], outcomes: Mapping[str, tuple[str, str]], out: TextIO) -> None:
+    """The first failure of each challenge in full; the others by name and headline (the report
+    holds them all in full)."""
+    seen: set[str] = set()
+    for item in planned:
+        outcome, output = outcomes[item.nodeid]
+        if outcome == PASSED:
+            continue
+        name = f"{item.challenge}: {item.nodeid.split('::', 1)[1]}"
+        if item.challenge in seen:
+            out.write(f"  also failed: {name}: {output.splitlines()[0] if output else ''}\n")
+            continue
+        seen.add(item.challenge)
+        out.write(f"\n{'=' * 8} FAILED {name} {'=' * max(0, 80 - len(name))}\n{output}\n")

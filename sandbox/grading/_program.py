@@ -1,0 +1,125 @@
+"""Run the program under test once: its own process group, a wall-clock kill, bounded output.
+
+The program is untrusted and may be in any language. It gets a fresh process group (a session), so
+at the deadline, and after it exits, everything it started is killed with it: nothing it leaves
+behind can reach the next case. Its output is read by two threads that keep the first
+`OUTPUT_LIMIT` bytes of each stream and discard the rest, so a program printing forever costs
+memory for only that much.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+__all__ = ["OUTPUT_LIMIT", "ProgramRun", "run_program"]
+
+OUTPUT_LIMIT = 64 * 1024
+"""Bytes of stdout and of stderr kept per run."""
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """What one run of the program did."""
+
+    returncode: int | None
+    """The exit status; negative for a signal (as subprocess reports it); None when it could not start."""
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    """Killed at the deadline."""
+    seconds: float = 0.0
+    not_started: str = ""
+    """Why the program could not be started at all (no such file, not executable)."""
+
+    @property
+    def exit_description(self) -> str:
+        """`exit status 1`, `killed by signal SIGSEGV`: as a person reads it."""
+        if self.returncode is None:
+            return "did not start"
+        if self.returncode < 0:
+            try:
+                return f"killed by signal {signal.Signals(-self.returncode).name}"
+            except ValueError:
+                return f"killed by signal {-self.returncode}"
+        return f"exit status {self.returncode}"
+
+
+class _Collector:
+    """Reads a pipe to its end, keeping the first `limit` bytes."""
+
+    def __init__(self, pipe: IO[bytes], limit: int) -> None:
+        self._pipe = pipe
+        self._limit = limit
+        self._kept = bytearray()
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            while chunk := self._pipe.read1(65536) if hasattr(self._pipe, "read1") else self._pipe.read(65536):
+                room = self._limit - len(self._kept)
+                self._kept += chunk[:room]
+                self.dropped += max(0, len(chunk) - room)
+        except (OSError, ValueError):  # the pipe was closed under us after a kill
+            return
+
+    def text(self, wait: float) -> str:
+        self._thread.join(wait)
+        text = self._kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[... {self.dropped} more bytes not kept ...]"
+        return text
+
+
+def run_program(
+    command: Sequence[str], env: Mapping[str, str], seconds: float, *, cwd: str | None = None
+) -> ProgramRun:
+    """Run `command` with `env` and no stdin; kill its process group after `seconds`."""
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=os.name == "posix",
+        )
+    except OSError as error:
+        return ProgramRun(None, "", "", not_started=f"{error.strerror or error} ({command[0]})")
+    assert process.stdout is not None and process.stderr is not None
+    out = _Collector(process.stdout, OUTPUT_LIMIT)
+    err = _Collector(process.stderr, OUTPUT_LIMIT)
+    timed_out = False
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    _kill_group(process)
+    process.wait()
+    elapsed = time.monotonic() - started
+    # Output still held open by a grandchild that left the group is not waited for long.
+    stdout, stderr = out.text(1.0), err.text(1.0)
+    process.stdout.close()
+    process.stderr.close()
+    return ProgramRun(process.returncode, stdout, stderr, timed_out, elapsed)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """The program and everything it started in its session; on Windows, the program itself."""
+    if os.name == "posix":
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is already gone
+    elif process.poll() is None:  # pragma: no cover - Windows
+        process.kill()

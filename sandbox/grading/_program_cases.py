@@ -1,0 +1,98 @@
+"""Which challenges a program in any language is graded on, and what each case checks.
+
+A program is the whole loop, run once per case, so the challenges map onto it like this:
+
+    01_apply_tool_results  the program's first round: the turn, then one result per call in call order,
+                           and an error result for a call whose tool is unknown (the function's
+                           "missing result"); scenarios that end after one round
+    02_bounded_loop        finishes legitimate tasks; at a runaway, exits non-zero after 5 requests
+    03_several_calls       several calls per turn, over several rounds
+    04_report_runaway      the report on stderr names the bound, the calls in order, what to check
+    05_streaming           SANDBOX_STREAM=1: every request streams, the turn is rebuilt from events
+    06_detect_the_end      ends on the empty call list, whatever the stop reason says
+    07_failing_tools       a tool answering an error status, or an unknown tool, becomes an error result
+    08_async               the calls of a turn run concurrently: the sandbox sees them overlap
+
+Each case runs on every wire format the grader is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["CASES", "Case"]
+
+Expect = Literal["answer", "gave_up", "report"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One check of a program on one scenario (run once per wire format)."""
+
+    test: str
+    """What it checks, as a test name: `gives_up_at_the_bound`."""
+    scenario: str
+    expect: Expect
+    """`answer`: prints the final answer, exits 0. `gave_up`: exits non-zero at the bound. `report`:
+    gave up, and the report on stderr says what to look at."""
+    stream: bool = False
+    failing: Mapping[str, str] = field(default_factory=dict)
+    """Calls whose tool run answers 500 with this text."""
+    unknown_tools: tuple[str, ...] = ()
+    """Tools whose runs answer 404."""
+    concurrent: bool = False
+    """Check that each turn's calls were in flight together."""
+
+
+_PARISS = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}
+
+CASES: dict[str, tuple[Case, ...]] = {
+    "01_apply_tool_results": (
+        Case("appends_the_turn_then_one_result_per_call", "single_call", "answer"),
+        Case("appends_the_turn_then_one_result_per_call", "parallel_calls", "answer"),
+        Case("a_call_without_a_result_gets_an_error_result", "parallel_calls", "answer", unknown_tools=("get_time",)),
+    ),
+    "02_bounded_loop": (
+        Case("finishes_the_task_within_the_bound", "single_call", "answer"),
+        Case("finishes_the_task_within_the_bound", "multi_step", "answer"),
+        Case("gives_up_at_the_bound", "runaway", "gave_up"),
+        Case("gives_up_at_the_bound", "six_rounds", "gave_up"),
+    ),
+    "03_several_calls": (
+        Case("answers_every_call_of_every_turn_in_order", "parallel_calls", "answer"),
+        Case("answers_every_call_of_every_turn_in_order", "parallel_rounds", "answer"),
+        Case("answers_every_call_of_every_turn_in_order", "multi_step", "answer"),
+    ),
+    "04_report_runaway": (
+        Case("the_report_names_the_bound_and_the_calls", "runaway", "report"),
+        Case("the_report_names_the_bound_and_the_calls", "runaway_empty", "report"),
+        Case("the_report_names_the_bound_and_the_calls", "six_rounds", "report"),
+        Case("a_legitimate_task_still_finishes", "multi_step", "answer"),
+    ),
+    "05_streaming": (
+        Case("streams_every_turn", "plain_text", "answer", stream=True),
+        Case("streams_every_turn", "single_call", "answer", stream=True),
+        Case("streams_every_turn", "parallel_calls", "answer", stream=True),
+        Case("streams_every_turn", "multi_step", "answer", stream=True),
+        Case("is_still_bounded", "runaway", "gave_up", stream=True),
+    ),
+    "06_detect_the_end": (
+        Case("ends_when_the_call_list_is_empty", "stop_reason_mismatch", "answer"),
+        Case("ends_when_the_call_list_is_empty", "plain_text", "answer"),
+        Case("ends_when_the_call_list_is_empty", "single_call", "answer"),
+    ),
+    "07_failing_tools": (
+        Case("an_error_output_goes_back_and_the_model_recovers", "tool_error_recovery", "answer"),
+        Case("a_failing_tool_becomes_an_error_result", "tool_error_recovery", "answer", failing=_PARISS),
+        Case("an_unknown_tool_becomes_an_error_result", "parallel_calls", "answer", unknown_tools=("get_time",)),
+    ),
+    "08_async": (
+        Case("runs_the_calls_of_a_turn_concurrently", "parallel_calls", "answer", concurrent=True),
+        Case("runs_the_calls_of_a_turn_concurrently", "parallel_rounds", "answer", concurrent=True),
+        Case("finishes_the_task", "single_call", "answer"),
+        Case("finishes_the_task", "multi_step", "answer"),
+        Case("gives_up_at_the_bound", "runaway", "gave_up"),
+    ),
+}

@@ -1,0 +1,277 @@
+"""A graded case for a program in any language: one scenario on one wire format, the program run once
+against a private sandbox, then judged on what reached that sandbox.
+
+The verdicts are the Python dialogue's (`Verdicts`: transcripts, the provider's words, rules, hints),
+read from the program's side of the contract (`_contract`): the answer is what it printed on stdout
+with exit status 0, a bound it hit is a non-zero exit with its report on stderr, and its tools ran
+through the sandbox, which saw their order and overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from .._engine import Engine
+from .._scenario import Scenario
+from .._transport import Journal
+from .._types import ToolCall
+from ._checks import EXPECT_ERROR, missing_from_report
+from ._contract import environment
+from ._dialogue import BUDGET
+from ._lessons import BOUND, CONCURRENT, END, REPORT, STREAM, TOOL_FAILED, Lesson
+from ._program import ProgramRun, run_program
+from ._program_server import Endpoint
+from ._sent import read_sent
+from ._tooldesk import ToolDesk, scripted_key
+from ._transcript import describe_call, quote
+from ._verdicts import Verdicts
+
+__all__ = ["ProgramDialogue"]
+
+RUN_CONCURRENTLY = Lesson(
+    CONCURRENT.rule,
+    "Start the tool request of every call in the turn before waiting for any of them (goroutines and a "
+    "sync.WaitGroup in Go, Promise.all in JavaScript), then append the results in call order.",
+)
+STREAM_EVERY_REQUEST = Lesson(
+    STREAM.rule,
+    'With SANDBOX_STREAM=1, ask for a stream on every request ("stream": true in OpenAI and Anthropic '
+    "bodies; :streamGenerateContent?alt=sse on Gemini) and rebuild the turn from its events: text "
+    "deltas joined, each call's argument fragments joined by index and parsed once the stream ends.",
+)
+TOOL_FAILED_GOES_BACK = Lesson(
+    TOOL_FAILED.rule,
+    "A failing tool is information for the model, not a reason to stop: when a tool request answers "
+    "an error status, send its text back as that call's result, marked as an error (is_error on "
+    "Anthropic; words like 'ERROR: ...' everywhere), and ask the model again.",
+)
+_SHOWN_LINES = 12
+_GAVE_UP = re.compile(r"gave up|give up|giving up|rounds?\b|bound|limit|max", re.IGNORECASE)
+"""Words of a report that a program wrote on purpose, rather than a crash's."""
+
+
+class ProgramDialogue(Verdicts):
+    """One case: build it, `run(command, seconds)`, then the `expect_*` verdicts."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        provider: str,
+        *,
+        stream: bool = False,
+        failing: Mapping[str, str] | None = None,
+        unknown_tools: Collection[str] = (),
+        concurrency_wait: float | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.provider = provider
+        self.stream = stream
+        self.failing = dict(failing or {})
+        self.unknown_tools = set(unknown_tools)
+        self.budget = BUDGET
+        self.journal = Journal(None)
+        self.engine = Engine(scenario, budget=BUDGET)
+        self.desk = ToolDesk(
+            scenario, self.journal, failing=self.failing, unknown_tools=self.unknown_tools, wait=concurrency_wait
+        )
+        self.sent = {}
+        self.function = "your program"
+        self.source = Path(".")
+
+    @property
+    def actor(self) -> str:
+        return "your program"
+
+    def run(self, command: Sequence[str], seconds: float, *, cwd: str | None = None) -> ProgramRun:
+        """Serve a private sandbox, run the program against it once, and read what it sent."""
+        with Endpoint(self.engine, self.journal, self.desk) as endpoint:
+            env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
+            env.update(
+                environment(
+                    self.provider,
+                    endpoint.base_url,
+                    model=self.scenario.name,
+                    prompt=self.scenario.prompt,
+                    stream=self.stream,
+                )
+            )
+            result = run_program(command, env, seconds, cwd=cwd)
+        self.sent = read_sent(list(self.journal))
+        return result
+
+    def expected(self, call: ToolCall) -> object:
+        key = scripted_key(self.scenario, call.name, call.arguments)
+        if call.name in self.unknown_tools or key in self.failing:
+            return EXPECT_ERROR
+        return self.scenario.tool_outputs.get(key) if key is not None else None
+
+    # -- verdicts -----------------------------------------------------------------------------------
+
+    def expect_answer(self, run: ProgramRun, *, bound: int = 5) -> None:
+        """The program printed the model's final answer and exited 0; every request before it was right."""
+        self._check_ran(run)
+        self.check_progress()
+        self.check_rejections()
+        last = self.journal.last
+        if last is None or last.turn is None:
+            self._silent(run)
+        if run.returncode != 0:
+            self.fail(
+                f"{self.actor} on {self.where} ended with {run.exit_description} after {len(self.journal)} "
+                "request(s), instead of printing the model's final answer and exiting 0.",
+                details=_stderr(run),
+                exchange=last,
+                lesson=self._lesson_for_exit(run),
+            )
+        asked = last.turn.message.tool_calls()
+        if asked:
+            self.fail(
+                f"{self.actor} exited 0 after request {len(self.journal)}, but the model's last turn asked for "
+                f"{', '.join(describe_call(call, with_id=False) for call in asked)}: the calls were lost on the "
+                "way, and the loop stopped before the model was done.",
+                exchange=last,
+                lesson=STREAM if last.is_stream else END,
+            )
+        answer = last.turn.message.text()
+        if run.stdout.strip() != answer.strip():
+            self.fail(
+                f"{self.actor} printed {quote(run.stdout.strip())} on stdout, but the model's final answer is "
+                f"{quote(answer)}. Print the text of the last response (the one without tool calls) and "
+                "nothing else on stdout; write anything else to stderr.",
+                exchange=last,
+            )
+        if len(self.journal) > bound:
+            self.fail(f"{self.actor} made {len(self.journal)} requests; at most {bound} are allowed.", lesson=BOUND)
+        self.check_order(last)
+
+    def expect_gave_up(self, run: ProgramRun, *, bound: int = 5) -> str:
+        """The program exited non-zero once the bound was hit, after exactly `bound` requests. Returns
+        what it wrote on stderr: its report."""
+        self._check_ran(run)
+        self.check_progress()
+        self.check_rejections()
+        made = len(self.journal)
+        if made > bound:
+            self.fail(
+                f"{self.actor} on {self.where} made {made} requests before exiting; the bound is {bound}. "
+                "A legitimate task may need more rounds, but the loop must still give up at the bound.",
+                lesson=BOUND,
+            )
+        if made == 0:
+            self._silent(run)
+        if run.returncode == 0:
+            self.fail(
+                f"{self.actor} exited 0 after {made} request(s), printing {quote(run.stdout.strip())}, but the "
+                "model was still asking for tools. When the bound is hit, exit with a non-zero status and "
+                "say why on stderr, so the caller knows the loop gave up.",
+                exchange=self.journal.last,
+                lesson=BOUND,
+            )
+        if made < bound:
+            self.fail(
+                f"{self.actor} ended with {run.exit_description} after only {made} request(s), while the "
+                f"model was still working. A legitimate task can take several rounds: give up after {bound} "
+                "requests, not fewer.",
+                details=_stderr(run),
+                exchange=self.journal.last,
+                lesson=TOOL_FAILED_GOES_BACK if self.desk.failed_in_turn(made) else BOUND,
+            )
+        last = self.journal.last
+        assert last is not None
+        self.check_order(last)
+        return run.stderr
+
+    def expect_runaway_report(self, report: str) -> None:
+        """The report on stderr names the bound, the calls in order, and says to check what the tools return."""
+        turns = [[call.name for call in ex.turn.message.tool_calls()] for ex in self.journal if ex.turn]
+        sequences = [[name for turn in turns for name in turn], [name for turn in turns[:-1] for name in turn]]
+        tools = {tool.name for tool in self.scenario.tools}
+        missing = missing_from_report(report, len(self.journal), sequences, tools)
+        if missing:
+            shown = report.strip().splitlines()[-_SHOWN_LINES:] or ["(nothing)"]
+            self.fail(
+                f"{self.actor} gave up on {self.where}, but its report on stderr does not say enough to debug "
+                "the runaway. It wrote:\n" + "\n".join(f"    {line}" for line in shown) + "\nIt should also name:",
+                details=[f"- {item}" for item in missing],
+                lesson=REPORT,
+            )
+
+    def expect_streamed(self) -> None:
+        """Every request asked for a stream."""
+        for number, exchange in enumerate(self.journal, 1):
+            if exchange.conversation is not None and not exchange.conversation.stream:
+                self.fail(
+                    f"{self.actor} sent request {number} without streaming, though SANDBOX_STREAM=1 asks for "
+                    "every request to stream.",
+                    lesson=STREAM_EVERY_REQUEST,
+                )
+
+    def expect_concurrent(self) -> None:
+        """The calls of each turn were all in flight at once (the tool desk waited to see them)."""
+        if self.desk.one_at_a_time is not None:
+            number, call = self.desk.one_at_a_time
+            self.fail(
+                f"{self.actor} ran the calls of turn {number} one at a time: the run of "
+                f"{describe_call(call, with_id=False)} ({call.id} of the turn) waited {self.desk.wait:g} s for "
+                "the turn's other calls to start, and none did.",
+                lesson=RUN_CONCURRENTLY,
+            )
+
+    # -- how a run can go wrong before any verdict --------------------------------------------------
+
+    def _check_ran(self, run: ProgramRun) -> None:
+        if run.not_started:
+            self.fail(
+                f"The program could not be started: {run.not_started}. Check the command after `--` (build "
+                "it first; a relative path is relative to where you run sandbox grade)."
+            )
+        if run.timed_out:
+            self.check_rejections()  # a budget the sandbox enforced explains a hang that followed it
+            self.fail(
+                f"{self.actor} on {self.where} did not exit within {run.seconds:.0f} s, so the grader killed it "
+                f"(its whole process group). It had made {len(self.journal)} request(s) and run "
+                f"{len(self.desk.runs)} tool call(s). Look for a request or tool call that waits forever, or a "
+                "loop that neither asks the model again nor ends.",
+                details=_stderr(run),
+                exchange=self.journal.last,
+            )
+
+    def _silent(self, run: ProgramRun) -> NoReturn:
+        self.fail(
+            f"{self.actor} ended with {run.exit_description} without asking the model anything. It should "
+            "send SANDBOX_PROMPT to the model SANDBOX_MODEL at SANDBOX_BASE_URL, in the SANDBOX_WIRE format.",
+            details=_stderr(run),
+        )
+
+    def _lesson_for_exit(self, run: ProgramRun) -> Lesson | None:
+        """Why a program stopped while the model was still working: a tool of that turn failed, or
+        (when its stderr reads as a report) it set its bound too low."""
+        last = self.journal.last
+        if last is None or last.turn is None or not last.turn.message.tool_calls():
+            return None
+        if self.desk.failed_in_turn(len(self.journal)):
+            return TOOL_FAILED_GOES_BACK
+        if not _GAVE_UP.search(run.stderr):
+            return None
+        if any(step.repeat != "once" for step in self.scenario.steps):
+            return BOUND
+        needed = len(self.scenario.steps)
+        return Lesson(
+            BOUND.rule,
+            f"The loop gave up after {len(self.journal)} request(s) while the model was still working: "
+            f"{self.where} needs {needed} ({needed - 1} rounds of tool calls, then the answer). "
+            "Legitimate tasks rarely need more than three rounds: bound the loop at 5, not fewer.",
+        )
+
+
+def _stderr(run: ProgramRun) -> list[str]:
+    lines = run.stderr.rstrip().splitlines()
+    if not lines:
+        return ["Its stderr was empty."]
+    shown = lines[-_SHOWN_LINES:]
+    cut = f" (last {len(shown)} of {len(lines)} lines)" if len(shown) < len(lines) else ""
+    return [f"Its stderr{cut}:", *(f"    {line}" for line in shown)]

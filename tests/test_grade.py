@@ -1,0 +1,244 @@
+"""`sandbox grade`: the contract with a program in any language, tested with small Python programs.
+
+`tests/programs/loop.py` is the lesson's loop as a standard-library program (OpenAI Chat and
+Anthropic, streaming or not); `--mistake NAME` makes one of the lesson's mistakes. The tests judge
+what a learner and an instructor see: the verdicts, the rule named, the exit status, the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox import get_scenario
+from sandbox.cli import main
+from sandbox.grading._program_cases import CASES
+from sandbox.grading._program_dialogue import ProgramDialogue
+
+HERE = Path(__file__).resolve().parent
+LOOP = [sys.executable, str(HERE / "programs" / "loop.py")]
+
+
+def grade(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    status = main(["grade", *argv])
+    return status, capsys.readouterr().out
+
+
+def run_snippet(code: str, scenario: str = "parallel_calls", **options: object) -> tuple[ProgramDialogue, str]:
+    talk = ProgramDialogue(get_scenario(scenario), "anthropic", **options)  # type: ignore[arg-type]
+    run = talk.run([sys.executable, "-c", code], 30)
+    assert run.returncode == 0, run.stderr
+    return talk, run.stdout
+
+
+def test_the_environment_names_the_wire_the_urls_the_model_and_the_prompt() -> None:
+    names = [
+        "SANDBOX_WIRE",
+        "SANDBOX_BASE_URL",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "GOOGLE_GEMINI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "SANDBOX_MODEL",
+        "SANDBOX_PROMPT",
+        "SANDBOX_STREAM",
+    ]
+    code = f"import json, os; print(json.dumps({{name: os.environ.get(name) for name in {names!r}}}))"
+    _, out = run_snippet(code, stream=True)
+    env = json.loads(out)
+    base = env["SANDBOX_BASE_URL"]
+    assert base.startswith("http://127.0.0.1:")
+    assert env["OPENAI_BASE_URL"] == base + "/v1"
+    assert env["ANTHROPIC_BASE_URL"] == env["GOOGLE_GEMINI_BASE_URL"] == base
+    assert env["SANDBOX_WIRE"] == "anthropic"
+    assert env["SANDBOX_MODEL"] == "parallel_calls"
+    assert env["SANDBOX_PROMPT"] == get_scenario("parallel_calls").prompt
+    assert env["SANDBOX_STREAM"] == "1"
+    assert all(env[key] for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"))
+
+
+def test_the_sandbox_describes_the_tools_and_runs_them() -> None:
+    code = """
+import json, os, urllib.request, urllib.error
+base = os.environ["SANDBOX_BASE_URL"]
+tools = json.load(urllib.request.urlopen(base + "/sandbox/tools"))
+def run(name, arguments):
+    request = urllib.request.Request(base + "/sandbox/tools/" + name, json.dumps(arguments).encode())
+    try:
+        with urllib.request.urlopen(request) as response:
+            return [response.status, response.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+print(json.dumps({"tools": tools, "paris": run("get_weather", {"city": "Paris"}),
+                  "time": run("get_time", {"city": "Tokyo"}), "nowhere": run("get_weather", {"city": "Nowhere"}),
+                  "bad": run("get_weather", [1])}))
+"""
+    talk, out = run_snippet(code, unknown_tools={"get_time"})
+    seen = json.loads(out)
+    assert seen["tools"] == [
+        {"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters)}
+        for tool in get_scenario("parallel_calls").tools
+    ]
+    assert seen["paris"] == [200, "18C, clear"]
+    assert seen["time"][0] == 404 and "unknown tool 'get_time'" in seen["time"][1]
+    assert seen["nowhere"][0] == 400 and "not a call the model asked for" in seen["nowhere"][1]
+    assert seen["bad"][0] == 400 and "JSON object" in seen["bad"][1]
+    assert [status for _, _, status in talk.desk.runs] == [200, 404, 400]
+
+
+def test_a_failing_tool_answers_500_with_its_message() -> None:
+    code = """
+import os, urllib.request, urllib.error
+request = urllib.request.Request(os.environ["SANDBOX_BASE_URL"] + "/sandbox/tools/get_weather", b'{"city": "Pariss"}')
+try:
+    urllib.request.urlopen(request)
+except urllib.error.HTTPError as error:
+    print(error.code, error.read().decode())
+"""
+    _, out = run_snippet(code, "tool_error_recovery", failing={"get_weather(city='Pariss')": "no such city"})
+    assert out.strip() == "500 no such city"
+
+
+def test_the_reference_program_passes_every_challenge(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    report = tmp_path / "results.json"
+    status, out = grade(capsys, "--wire", "openai", "--report", str(report), "--", *LOOP)
+    assert status == 0, out
+    assert f"Progress [####################] {len(CASES)}/{len(CASES)} challenges passed" in out
+    results = json.loads(report.read_text())
+    cases = sum(len(cases) for cases in CASES.values())
+    assert results["score"] == cases == len(results["tests"])
+    assert results["output"] == f"{len(CASES)}/{len(CASES)} challenges passed; {cases}/{cases} tests passed."
+    assert {test["status"] for test in results["tests"]} == {"passed"}
+    first = "01_apply_tool_results: appends_the_turn_then_one_result_per_call[single_call-openai]"
+    assert results["tests"][0]["name"] == first
+
+
+@pytest.mark.parametrize("challenge", ["3", "5", "7", "8"])
+def test_the_reference_program_passes_on_anthropic(capsys: pytest.CaptureFixture[str], challenge: str) -> None:
+    status, out = grade(capsys, challenge, "--wire", "anthropic", "--", *LOOP)
+    assert status == 0, out
+
+
+@pytest.mark.parametrize(
+    ("mistake", "challenge", "rule"),
+    [
+        ("assistant_text", "2", "Rule: Append resp.message before any tool result: every provider requires it."),
+        ("unbounded", "2", "never stopped: the sandbox's budget of 20 requests ended it."),
+        ("unbounded", "2", "Rule: Bound the loop at about 5 rounds, and make the error explain what to look at."),
+        ("no_sequence", "4", "- the call sequence, in order: [get_weather get_weather get_weather get_weather"),
+        ("no_sequence", "4", "Rule: Make the bound's error say what happened: the bound, the calls in order"),
+        ("no_stream", "5", "without streaming, though SANDBOX_STREAM=1"),
+        ("sequential", "8", "ran the calls of turn 1 one at a time"),
+        ("tool_error_exits", "7", "Rule: Every call gets a result, even when its tool fails"),
+    ],
+    ids=lambda value: value if " " not in value else "",
+)
+def test_a_mistake_fails_with_its_rule_named(
+    capsys: pytest.CaptureFixture[str], mistake: str, challenge: str, rule: str
+) -> None:
+    status, out = grade(capsys, challenge, "--wire", "anthropic", "--", *LOOP, "--mistake", mistake)
+    assert status == 1
+    assert rule in out
+    assert "failing" in out
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups and /proc are POSIX")
+def test_a_program_that_hangs_is_killed_with_everything_it_started(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    code = (
+        "import subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        f"open({str(pids)!r}, 'a').write(str(child.pid) + '\\n'); time.sleep(600)"
+    )
+    status, out = grade(capsys, "6", "--wire", "openai", "--timeout", "3", "--", sys.executable, "-c", code)
+    assert status == 1
+    assert "did not exit within 3 s, so the grader killed it (its whole process group)" in out
+    assert "06_detect_the_end  failing" in out
+    for pid in map(int, pids.read_text().split()):
+        assert _gone(pid), f"process {pid}, started by the program, outlived its case"
+
+
+def _gone(pid: int) -> bool:
+    """Dead, or a zombie waiting for an init that does not reap (as in some containers)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        status = Path(f"/proc/{pid}/status")
+        if status.is_file() and "State:\tZ" in status.read_text():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_program_that_cannot_start_gets_an_honest_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    report = tmp_path / "results.json"
+    status, out = grade(capsys, "2", "--wire", "openai", "--report", str(report), "--", str(tmp_path / "missing"))
+    assert status == 1
+    assert "The program could not be started: No such file or directory" in out
+    results = json.loads(report.read_text())
+    assert results["score"] == 0 and len(results["tests"]) == len(CASES["02_bounded_loop"])
+    assert all("could not be started" in test["output"] for test in results["tests"])
+
+
+def test_a_build_that_fails_fails_every_case_with_its_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report = tmp_path / "results.json"
+    build = f"{sys.executable} -c \"import sys; sys.exit('main.go:3:1: syntax error: unexpected }}')\""
+    status, out = grade(capsys, "1", "--wire", "openai", "--report", str(report), "--build", build, "--", *LOOP)
+    assert status == 1
+    results = json.loads(report.read_text())
+    assert results["score"] == 0
+    for test in results["tests"]:
+        assert test["output"].startswith("The program did not build (exit status 1), so no case could run.")
+        assert "main.go:3:1: syntax error" in test["output"]
+
+
+def test_a_program_that_prints_more_than_the_answer_is_told_where_the_rest_goes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = """
+import json, os, urllib.request
+body = {"model": os.environ["SANDBOX_MODEL"], "messages": [{"role": "user", "content": os.environ["SANDBOX_PROMPT"]}]}
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", json.dumps(body).encode())
+answer = json.load(urllib.request.urlopen(request))["choices"][0]["message"]["content"]
+print("debug: got", len(answer), "characters")
+print(answer)
+"""
+    status, out = grade(capsys, "6", "--wire", "openai", "--", sys.executable, "-c", code)
+    assert status == 1
+    assert 'printed "debug: got 32 characters Hello! No tools needed for that." on stdout' in out
+    assert "nothing else on stdout; write anything else to stderr" in out
+
+
+def test_a_program_that_never_asks_the_model_is_told_what_to_send(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = grade(capsys, "6", "--wire", "openai", "--", sys.executable, "-c", "raise SystemExit('no key')")
+    assert status == 1
+    assert "ended with exit status 1 without asking the model anything" in out
+    assert "    no key" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["grade", "2"], "sandbox grade needs the program to run after `--`"),
+        (["grade", "2", "--wire", "opena", "--", "x"], "--wire opena: use one or more of openai, openai-responses"),
+        (["grade", "42", "--", "x"], "No challenge '42'"),
+        (["grade", "--timeout", "0", "--", "x"], "--timeout 0.0: use a number of seconds above 0."),
+    ],
+)
+def test_bad_input_has_clear_error(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
