@@ -1,0 +1,3 @@
+module toolloop
+
+go 1.19

@@ -1,0 +1,87 @@
+package skyl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// Sandbox is the grader's side of the contract, read from the environment `sandbox grade` sets:
+// which provider to speak and where, the model (the scenario), the prompt, whether to stream, and
+// the tools, which the sandbox describes and runs.
+type Sandbox struct {
+	BaseURL string // SANDBOX_BASE_URL
+	Wire    string // SANDBOX_WIRE
+	Model   string // SANDBOX_MODEL
+	Prompt  string // SANDBOX_PROMPT
+	Stream  bool   // SANDBOX_STREAM=1
+}
+
+// FromEnv reads the contract's variables.
+func FromEnv() (*Sandbox, error) {
+	sb := &Sandbox{
+		BaseURL: os.Getenv("SANDBOX_BASE_URL"),
+		Wire:    os.Getenv("SANDBOX_WIRE"),
+		Model:   os.Getenv("SANDBOX_MODEL"),
+		Prompt:  os.Getenv("SANDBOX_PROMPT"),
+		Stream:  os.Getenv("SANDBOX_STREAM") == "1",
+	}
+	if sb.BaseURL == "" || sb.Wire == "" {
+		return nil, fmt.Errorf("SANDBOX_BASE_URL and SANDBOX_WIRE are not set: run me with `sandbox grade -- ./loop`")
+	}
+	return sb, nil
+}
+
+// Client talks to the model in the wire format the grader asked for, at the URL the official SDKs read.
+func (sb *Sandbox) Client() *Client {
+	base := map[string]string{"openai": os.Getenv("OPENAI_BASE_URL"), "anthropic": os.Getenv("ANTHROPIC_BASE_URL")}
+	key := map[string]string{"openai": os.Getenv("OPENAI_API_KEY"), "anthropic": os.Getenv("ANTHROPIC_API_KEY")}
+	return &Client{Wire: sb.Wire, BaseURL: base[sb.Wire], APIKey: key[sb.Wire], Stream: sb.Stream}
+}
+
+// Tools asks the sandbox for the scenario's tools: names, descriptions, JSON schemas.
+func (sb *Sandbox) Tools(ctx context.Context) ([]Tool, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", sb.BaseURL+"/sandbox/tools", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var tools []Tool
+	if err := json.NewDecoder(resp.Body).Decode(&tools); err != nil {
+		return nil, fmt.Errorf("reading the sandbox's tools: %w", err)
+	}
+	return tools, nil
+}
+
+// Run executes one call through the sandbox: its output, or an error saying why the tool failed.
+func (sb *Sandbox) Run(ctx context.Context, call ToolCall) (string, error) {
+	target := sb.BaseURL + "/sandbox/tools/" + url.PathEscape(call.Name)
+	req, err := http.NewRequestWithContext(ctx, "POST", target, bytes.NewReader(arguments(call)))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("content-type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", call.Name, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}

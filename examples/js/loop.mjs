@@ -1,0 +1,228 @@
+// The lesson's tool loop in JavaScript, as a program `sandbox grade` can judge:
+//
+//     sandbox grade -- node examples/js/loop.mjs
+//
+// Node 18 or newer, no packages: the built-in fetch does the HTTP. It speaks OpenAI Chat
+// Completions and Anthropic Messages, streaming or not, as SANDBOX_WIRE and SANDBOX_STREAM say.
+// The answer goes to stdout; at the bound the report goes to stderr and the exit status is 1.
+
+const MAX_TOOL_ROUNDS = 5;
+
+const env = process.env;
+const sandbox = env.SANDBOX_BASE_URL;
+const stream = env.SANDBOX_STREAM === "1";
+
+// -- the loop ------------------------------------------------------------------------------------
+
+async function complete(client, req) {
+  const history = [];
+  for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
+    const resp = await client.complete(req);
+
+    const calls = resp.toolCalls;
+    if (calls.length === 0) {
+      return resp; // the model is done
+    }
+
+    // The assistant's turn goes first, once, even for several calls.
+    req.messages.push(resp.message);
+
+    // Then one tool message per call, in call order (the calls themselves run concurrently).
+    const results = await Promise.all(calls.map(run));
+    for (const [i, result] of results.entries()) {
+      history.push(calls[i].name);
+      req.messages.push(result);
+    }
+  }
+  throw new Error(
+    `gave up after ${MAX_TOOL_ROUNDS} tool rounds; call sequence was [${history.join(" ")}] — ` +
+      "check what these tools return",
+  );
+}
+
+// run executes one call through the sandbox. A failing tool is information for the model, not a
+// reason to stop: the failure goes back as the call's result, marked as an error.
+async function run(call) {
+  const resp = await fetch(`${sandbox}/sandbox/tools/${encodeURIComponent(call.name)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(call.arguments),
+  });
+  const output = await resp.text();
+  if (!resp.ok) {
+    return toolResultMessage(call.id, `ERROR: ${call.name}: ${output}`, true);
+  }
+  return toolResultMessage(call.id, output);
+}
+
+// -- the conversation, in a form every provider can be given ----------------------------------------
+
+const userText = (text) => ({ role: "user", text });
+const toolResultMessage = (callId, output, isError = false) => ({ role: "tool", callId, text: output, isError });
+
+function response(text, calls, stopReason) {
+  const message = { role: "assistant", text, calls };
+  return { message, toolCalls: calls, text, stopReason };
+}
+
+// -- the wire formats ------------------------------------------------------------------------------
+
+const openai = {
+  url: () => `${env.OPENAI_BASE_URL}/chat/completions`,
+  headers: () => ({ authorization: `Bearer ${env.OPENAI_API_KEY}` }),
+  body(req) {
+    const messages = req.messages.map((m) => {
+      if (m.role === "tool") return { role: "tool", tool_call_id: m.callId, content: m.text };
+      if (m.role === "assistant" && m.calls.length > 0) {
+        return {
+          role: "assistant",
+          content: m.text || null,
+          tool_calls: m.calls.map((c) => ({
+            id: c.id,
+            type: "function",
+            function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+          })),
+        };
+      }
+      return { role: m.role, content: m.text };
+    });
+    const body = { model: req.model, messages, stream };
+    if (req.tools.length > 0) body.tools = req.tools.map((tool) => ({ type: "function", function: tool }));
+    return body;
+  },
+  decode(data) {
+    const { message, finish_reason } = data.choices[0];
+    const calls = (message.tool_calls ?? []).map((c) => ({
+      id: c.id,
+      name: c.function.name,
+      arguments: JSON.parse(c.function.arguments || "{}"),
+    }));
+    return response(message.content ?? "", calls, finish_reason);
+  },
+  // A stream's chunks carry text deltas, and each call's fragments under its index.
+  assemble(events) {
+    let text = "";
+    let stop = null;
+    const calls = [];
+    for (const event of events) {
+      if (event.error) throw new Error(`openai stream error: ${event.error.message}`);
+      for (const choice of event.choices) {
+        text += choice.delta.content ?? "";
+        for (const part of choice.delta.tool_calls ?? []) {
+          calls[part.index] ??= { id: "", name: "", json: "" };
+          const call = calls[part.index];
+          call.id ||= part.id ?? "";
+          call.name += part.function?.name ?? "";
+          call.json += part.function?.arguments ?? "";
+        }
+        stop = choice.finish_reason ?? stop;
+      }
+    }
+    const parsed = calls.map((c) => ({ id: c.id, name: c.name, arguments: JSON.parse(c.json || "{}") }));
+    return response(text, parsed, stop);
+  },
+};
+
+const anthropic = {
+  url: () => `${env.ANTHROPIC_BASE_URL}/v1/messages`,
+  headers: () => ({ "x-api-key": env.ANTHROPIC_API_KEY, "anthropic-version": "2023-06-01" }),
+  body(req) {
+    const messages = [];
+    for (const m of req.messages) {
+      if (m.role === "tool") {
+        // Every result of a turn goes in one user message, right after that turn.
+        const block = { type: "tool_result", tool_use_id: m.callId, content: m.text, is_error: m.isError };
+        const last = messages.at(-1);
+        if (last?.role === "user" && last.content[0].type === "tool_result") last.content.push(block);
+        else messages.push({ role: "user", content: [block] });
+      } else if (m.role === "assistant") {
+        const content = m.text ? [{ type: "text", text: m.text }] : [];
+        for (const c of m.calls) content.push({ type: "tool_use", id: c.id, name: c.name, input: c.arguments });
+        messages.push({ role: "assistant", content });
+      } else {
+        messages.push({ role: m.role, content: m.text });
+      }
+    }
+    const body = { model: req.model, max_tokens: 1024, messages, stream };
+    if (req.tools.length > 0) {
+      body.tools = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters }));
+    }
+    return body;
+  },
+  decode(data) {
+    return fromBlocks(data.content, data.stop_reason);
+  },
+  // A stream's content blocks start, grow by deltas (tool input as JSON fragments) and stop.
+  assemble(events) {
+    const blocks = [];
+    let stop = null;
+    for (const event of events) {
+      if (event.type === "error") throw new Error(`anthropic stream error: ${event.error.message}`);
+      if (event.type === "content_block_start") blocks[event.index] = { ...event.content_block, json: "" };
+      if (event.type === "content_block_delta") {
+        const block = blocks[event.index];
+        if (event.delta.type === "text_delta") block.text += event.delta.text;
+        if (event.delta.type === "input_json_delta") block.json += event.delta.partial_json;
+      }
+      if (event.type === "content_block_stop" && blocks[event.index].type === "tool_use") {
+        blocks[event.index].input = JSON.parse(blocks[event.index].json || "{}");
+      }
+      if (event.type === "message_delta") stop = event.delta.stop_reason;
+    }
+    return fromBlocks(blocks, stop);
+  },
+};
+
+function fromBlocks(blocks, stopReason) {
+  const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("");
+  const calls = blocks.filter((b) => b.type === "tool_use").map((b) => ({ id: b.id, name: b.name, arguments: b.input }));
+  return response(text, calls, stopReason);
+}
+
+function client(wire) {
+  return {
+    async complete(req) {
+      const resp = await fetch(wire.url(), {
+        method: "POST",
+        headers: { "content-type": "application/json", ...wire.headers() },
+        body: JSON.stringify(wire.body(req)),
+      });
+      const raw = await resp.text();
+      if (!resp.ok) {
+        let message = raw;
+        try {
+          message = JSON.parse(raw).error.message ?? raw;
+        } catch {}
+        throw new Error(`${env.SANDBOX_WIRE} ${resp.status}: ${message}`);
+      }
+      if (!stream) return wire.decode(JSON.parse(raw));
+      const events = raw
+        .split("\n")
+        .filter((line) => line.startsWith("data:") && line.slice(5).trim() !== "[DONE]")
+        .map((line) => JSON.parse(line.slice(5)));
+      return wire.assemble(events);
+    },
+  };
+}
+
+// -- main ------------------------------------------------------------------------------------------
+
+async function main() {
+  const wires = { openai, anthropic };
+  const wire = wires[env.SANDBOX_WIRE];
+  if (!sandbox || !wire) {
+    console.error(`this program speaks ${Object.keys(wires).join(" and ")}; run it with sandbox grade`);
+    process.exit(2);
+  }
+  const tools = await (await fetch(`${sandbox}/sandbox/tools`)).json();
+  const req = { model: env.SANDBOX_MODEL, messages: [userText(env.SANDBOX_PROMPT)], tools };
+  try {
+    const resp = await complete(client(wire), req);
+    console.log(resp.text);
+  } catch (error) {
+    console.error(error.message);
+    process.exit(1);
+  }
+}
+
+await main();
