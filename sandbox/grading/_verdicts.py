@@ -51,11 +51,15 @@ class Verdicts:
         return f"scenario {self.scenario.name!r} on {self.provider}"
 
     def check_progress(self) -> None:
-        """Each request must carry more than the one before: a loop that appends nothing asks in vain."""
+        """Each request must carry more than the one before: a loop that appends nothing asks in vain.
+
+        A request whose messages are unknown (a program's body too malformed to read) is not compared:
+        the provider's own error speaks for it."""
         __tracebackhide__ = True
-        sizes = [len(self.sent.get(exchange.request_body, ())) for exchange in self.journal]
+        sizes = [len(self.sent[ex.request_body]) if ex.request_body in self.sent else None for ex in self.journal]
         for number in range(1, len(sizes)):
-            if sizes[number] <= sizes[number - 1]:
+            before, now = sizes[number - 1], sizes[number]
+            if before is not None and now is not None and now <= before:
                 self.fail(
                     f"{self.actor} on {self.where}: request {number + 1} carried the same conversation as "
                     f"request {number}; nothing was appended in between, so the model could only ask again.",

@@ -48,8 +48,8 @@ func (anthropic) body(req *Request, stream bool) any {
 				messages = append(messages, anthropicMessage{Role: "user", Content: []anthropicBlock{block}})
 			}
 		case "assistant":
-			var blocks []anthropicBlock
-			if m.Text != "" {
+			blocks := []anthropicBlock{} // never null: the API wants a list
+			if m.Text != "" { // the API refuses empty text blocks
 				blocks = append(blocks, anthropicBlock{Type: "text", Text: m.Text})
 			}
 			for _, call := range m.Calls {
