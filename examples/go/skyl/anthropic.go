@@ -48,8 +48,9 @@ func (anthropic) body(req *Request, stream bool) any {
 				messages = append(messages, anthropicMessage{Role: "user", Content: []anthropicBlock{block}})
 			}
 		case "assistant":
-			blocks := []anthropicBlock{} // never null: the API wants a list
-			if m.Text != "" { // the API refuses empty text blocks
+			// Never null (the API wants a list), and no empty text block (the API refuses those).
+			blocks := []anthropicBlock{}
+			if m.Text != "" {
 				blocks = append(blocks, anthropicBlock{Type: "text", Text: m.Text})
 			}
 			for _, call := range m.Calls {
