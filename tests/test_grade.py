@@ -149,6 +149,21 @@ def test_a_mistake_fails_with_its_rule_named(
     assert "failing" in out
 
 
+def test_only_the_generated_scenarios_catch_a_loop_that_answers_three_calls_a_turn(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The catalogue's turns have at most three calls; the generated ones up to eight, with any tool names."""
+    report = tmp_path / "results.json"
+    status, out = grade(
+        capsys, "3", "--wire", "openai", "--report", str(report), "--", *LOOP, "--mistake", "caps_calls_at_three"
+    )
+    assert status == 1
+    failed = [test["name"] for test in json.loads(report.read_text())["tests"] if test["status"] == "failed"]
+    assert failed == ["03_several_calls: any_number_of_calls_in_any_turn[generated-openai]"]
+    assert "on scenario 'generated_" in out
+    assert "Rule: Append the assistant turn once, then one tool message per call, in call order." in out
+
+
 @pytest.mark.skipif(os.name != "posix", reason="process groups and /proc are POSIX")
 def test_a_program_that_hangs_is_killed_with_everything_it_started(
     capsys: pytest.CaptureFixture[str], tmp_path: Path

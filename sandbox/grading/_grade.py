@@ -19,6 +19,7 @@ from typing import TextIO
 import pytest
 
 from .._catalogue import get_scenario
+from .._scenario import Scenario
 from ._challenge import Deadlines
 from ._program import ProgramRun, run_program
 from ._program_cases import CASES, Case
@@ -106,9 +107,40 @@ def grade(
 
 
 def _grade_case(command: Sequence[str], item: Planned, deadlines: Deadlines, cwd: str | None) -> tuple[str, str]:
+    """The case's verdict: on its scenario, or on every scenario its strategy draws."""
+    try:
+        if item.case.generated:
+            _judge_generated(command, item, deadlines, cwd)
+        else:
+            _judge(command, item, get_scenario(item.case.scenario), deadlines, cwd)
+    except pytest.fail.Exception as failure:
+        return FAILED, str(failure.msg)
+    return PASSED, ""
+
+
+def _judge_generated(command: Sequence[str], item: Planned, deadlines: Deadlines, cwd: str | None) -> None:
+    """As the Python tests grade a property: reproducible examples, no shrinking (see `_generated`).
+    Hypothesis's own report of the failing example is left out: the transcript shows the scenario."""
+    from hypothesis import given, reporting
+
+    from . import _generated
+
+    strategy = getattr(_generated, item.case.generated)(**item.case.options)
+
+    @_generated.GRADING
+    @given(scenario=strategy)
+    def check(scenario: Scenario) -> None:
+        _judge(command, item, scenario, deadlines, cwd)
+
+    with reporting.with_reporter(lambda _: None):
+        check()
+
+
+def _judge(command: Sequence[str], item: Planned, scenario: Scenario, deadlines: Deadlines, cwd: str | None) -> None:
+    """Run the program once on `scenario`; return if it passed, fail (pytest.fail) with the feedback."""
     case = item.case
     talk = ProgramDialogue(
-        get_scenario(case.scenario),
+        scenario,
         item.provider,
         stream=case.stream,
         failing=case.failing,
@@ -119,22 +151,18 @@ def _grade_case(command: Sequence[str], item: Planned, deadlines: Deadlines, cwd
     run = talk.run(command, seconds, cwd=cwd)
     if run.timed_out:
         deadlines.record_hang(item.challenge)
-    try:
-        if case.expect == "answer":
-            talk.expect_answer(run, bound=5)
-        else:
-            report = talk.expect_gave_up(run, bound=5)
-            if case.expect == "report":
-                talk.expect_runaway_report(report)
-        if case.stream:
-            talk.expect_streamed()
-        if case.concurrent:
-            if talk.desk.one_at_a_time is not None:
-                deadlines.record_sequential(item.challenge)
-            talk.expect_concurrent()
-    except pytest.fail.Exception as failure:
-        return FAILED, str(failure.msg)
-    return PASSED, ""
+    if case.expect == "answer":
+        talk.expect_answer(run, bound=5)
+    else:
+        report = talk.expect_gave_up(run, bound=5)
+        if case.expect == "report":
+            talk.expect_runaway_report(report)
+    if case.stream:
+        talk.expect_streamed()
+    if case.concurrent:
+        if talk.desk.one_at_a_time is not None:
+            deadlines.record_sequential(item.challenge)
+        talk.expect_concurrent()
 
 
 def _build(build: str, cwd: str | None) -> str | None:

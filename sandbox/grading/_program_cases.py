@@ -13,14 +13,17 @@ A program is the whole loop, run once per case, so the challenges map onto it li
     07_failing_tools       a tool answering an error status, or an unknown tool, becomes an error result
     08_async               the calls of a turn run concurrently: the sandbox sees them overlap
 
-Each case runs on every wire format the grader is asked for.
+Each case runs on every wire format the grader is asked for. Beside the catalogue's scenarios, most
+challenges grade generated ones, as their Python tests do (`_generated`: reproducible, `EXAMPLES` per
+wire format): any tool names, 0 to 8 calls a turn, stop reasons that lie. A program that hard-codes the
+catalogue's tools, or handles only a few calls a turn, fails there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["CASES", "Case"]
 
@@ -44,8 +47,12 @@ class Case:
     """Tools whose runs answer 404."""
     concurrent: bool = False
     """Check that each turn's calls were in flight together."""
+    generated: Literal["", "tasks", "runaways"] = ""
+    """Grade scenarios drawn by this strategy of `_generated` (with `options`) instead of `scenario`."""
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
+_ANY_TASK = {"rounds": (0, 3), "calls": (0, 8)}
 _PARISS = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}
 
 CASES: dict[str, tuple[Case, ...]] = {
@@ -59,17 +66,20 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("finishes_the_task_within_the_bound", "multi_step", "answer"),
         Case("gives_up_at_the_bound", "runaway", "gave_up"),
         Case("gives_up_at_the_bound", "six_rounds", "gave_up"),
+        Case("any_runaway_is_stopped_at_the_bound", "generated", "gave_up", generated="runaways"),
     ),
     "03_several_calls": (
         Case("answers_every_call_of_every_turn_in_order", "parallel_calls", "answer"),
         Case("answers_every_call_of_every_turn_in_order", "parallel_rounds", "answer"),
         Case("answers_every_call_of_every_turn_in_order", "multi_step", "answer"),
+        Case("any_number_of_calls_in_any_turn", "generated", "answer", generated="tasks", options=_ANY_TASK),
     ),
     "04_report_runaway": (
         Case("the_report_names_the_bound_and_the_calls", "runaway", "report"),
         Case("the_report_names_the_bound_and_the_calls", "runaway_empty", "report"),
         Case("the_report_names_the_bound_and_the_calls", "six_rounds", "report"),
         Case("a_legitimate_task_still_finishes", "multi_step", "answer"),
+        Case("any_runaway_is_reported", "generated", "report", generated="runaways", options={"identifiers": True}),
     ),
     "05_streaming": (
         Case("streams_every_turn", "plain_text", "answer", stream=True),
@@ -77,11 +87,19 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("streams_every_turn", "parallel_calls", "answer", stream=True),
         Case("streams_every_turn", "multi_step", "answer", stream=True),
         Case("is_still_bounded", "runaway", "gave_up", stream=True),
+        Case("streams_any_task", "generated", "answer", stream=True, generated="tasks", options=_ANY_TASK),
     ),
     "06_detect_the_end": (
         Case("ends_when_the_call_list_is_empty", "stop_reason_mismatch", "answer"),
         Case("ends_when_the_call_list_is_empty", "plain_text", "answer"),
         Case("ends_when_the_call_list_is_empty", "single_call", "answer"),
+        Case(
+            "ends_on_the_call_list_whatever_the_stop_reason",
+            "generated",
+            "answer",
+            generated="tasks",
+            options={**_ANY_TASK, "stop": True},
+        ),
     ),
     "07_failing_tools": (
         Case("an_error_output_goes_back_and_the_model_recovers", "tool_error_recovery", "answer"),
@@ -94,5 +112,13 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("finishes_the_task", "single_call", "answer"),
         Case("finishes_the_task", "multi_step", "answer"),
         Case("gives_up_at_the_bound", "runaway", "gave_up"),
+        Case(
+            "any_task_runs_each_turn_concurrently",
+            "generated",
+            "answer",
+            concurrent=True,
+            generated="tasks",
+            options=_ANY_TASK,
+        ),
     ),
 }

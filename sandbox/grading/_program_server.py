@@ -17,6 +17,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 from .._engine import Engine
 from .._transport import Journal
@@ -80,7 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         path = self.path.split("?", 1)[0]
         if path.startswith(TOOLS_PATH + "/"):
-            self._tool(path[len(TOOLS_PATH) + 1 :])
+            self._tool(unquote(path[len(TOOLS_PATH) + 1 :]))
         else:
             self._model("POST", path)
 

@@ -19,7 +19,7 @@ MAX_TOOL_ROUNDS = 5
 BASE = os.environ["SANDBOX_BASE_URL"]
 WIRE = os.environ["SANDBOX_WIRE"]
 MISTAKE = sys.argv[sys.argv.index("--mistake") + 1] if "--mistake" in sys.argv else ""
-"""unbounded, assistant_text, no_sequence, no_stream, sequential, tool_error_exits, or none."""
+"""unbounded, assistant_text, no_sequence, no_stream, sequential, tool_error_exits, caps_calls_at_three."""
 STREAM = os.environ["SANDBOX_STREAM"] == "1" and MISTAKE != "no_stream"
 
 
@@ -151,6 +151,8 @@ def complete() -> str:
     rounds = 100 if MISTAKE == "unbounded" else MAX_TOOL_ROUNDS
     for _ in range(rounds):
         message, calls = turn(messages, tools)
+        if MISTAKE == "caps_calls_at_three":
+            calls = calls[:3]
         if not calls:
             return str(text(message))
         if MISTAKE == "assistant_text":
