@@ -322,7 +322,13 @@ def _grade(args: argparse.Namespace) -> int:
     root = find_root(args.dir or Path.cwd())
     known = {info.name: info for info in load_challenges(root)} if root else {}
     programs = [known.get(name) or ChallengeInfo(name, Path(name)) for name in CASES]
-    chosen = [_pick(programs, args.number)] if args.number else programs
+    chosen = programs
+    if args.number:
+        found = _pick([*programs, *(info for name, info in known.items() if name not in CASES)], args.number)
+        if found.name not in CASES:
+            choices = "\n".join(f"- {info.number}: {info.name}" for info in programs)
+            raise CommandError(f"{found.name} grades Python code only so far. A program is graded on:\n{choices}")
+        chosen = [found]
     return grade(
         args.program,
         plan([info.name for info in chosen], providers),

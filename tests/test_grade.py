@@ -257,3 +257,15 @@ def test_a_program_that_never_asks_the_model_is_told_what_to_send(capsys: pytest
 def test_bad_input_has_clear_error(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_challenge_without_program_cases_says_which_have_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = tmp_path / "challenges"
+    (root / "09_new_topic").mkdir(parents=True)
+    (root / "hints.toml").write_text('[[challenge]]\nname = "09_new_topic"\ntitle = "New"\n')
+    assert main(["grade", "9", "--dir", str(root), "--", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "09_new_topic grades Python code only so far. A program is graded on:" in err
+    assert "- 8: 08_async" in err

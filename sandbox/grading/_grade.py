@@ -185,7 +185,8 @@ def _print_failures(planned: Sequence[Planned], outcomes: Mapping[str, tuple[str
             continue
         name = f"{item.challenge}: {item.nodeid.split('::', 1)[1]}"
         if item.challenge in seen:
-            out.write(f"  also failed: {name}: {output.splitlines()[0] if output else ''}\n")
+            headline = output.splitlines()[0] if output else ""
+            out.write(f"  also failed: {name}: {headline if len(headline) <= 120 else headline[:117] + '...'}\n")
             continue
         seen.add(item.challenge)
         out.write(f"\n{'=' * 8} FAILED {name} {'=' * max(0, 80 - len(name))}\n{output}\n")
