@@ -137,6 +137,8 @@ def test_the_reference_program_passes_on_anthropic(capsys: pytest.CaptureFixture
         ("no_stream", "5", "without streaming, though SANDBOX_STREAM=1"),
         ("sequential", "8", "ran the calls of turn 1 one at a time"),
         ("tool_error_exits", "7", "Rule: Every call gets a result, even when its tool fails"),
+        ("swallows_provider_errors", "7", "the provider refused request 2, and your program sent 3 more request(s)"),
+        ("swallows_provider_errors", "7", "Rule: Catch the tool's failure, not the provider's"),
     ],
     ids=lambda value: value if " " not in value else "",
 )

@@ -146,6 +146,7 @@ def _judge(command: Sequence[str], item: Planned, scenario: Scenario, deadlines:
         failing=case.failing,
         unknown_tools=case.unknown_tools,
         concurrency_wait=deadlines.concurrency_wait(item.challenge) if case.concurrent else None,
+        refuse=case.refuse,
     )
     seconds = deadlines.for_challenge(item.challenge)
     run = talk.run(command, seconds, cwd=cwd)
@@ -153,6 +154,8 @@ def _judge(command: Sequence[str], item: Planned, scenario: Scenario, deadlines:
         deadlines.record_hang(item.challenge)
     if case.expect == "answer":
         talk.expect_answer(run, bound=5)
+    elif case.expect == "refused":
+        talk.expect_provider_error_reported(run)
     else:
         report = talk.expect_gave_up(run, bound=5)
         if case.expect == "report":

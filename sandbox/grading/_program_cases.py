@@ -6,11 +6,12 @@ A program is the whole loop, run once per case, so the challenges map onto it li
                            and an error result for a call whose tool is unknown (the function's
                            "missing result"); scenarios that end after one round
     02_bounded_loop        finishes legitimate tasks; at a runaway, exits non-zero after 5 requests
-    03_several_calls       several calls per turn, over several rounds
+    03_several_calls       several calls per turn, over several rounds (and still bounded)
     04_report_runaway      the report on stderr names the bound, the calls in order, what to check
     05_streaming           SANDBOX_STREAM=1: every request streams, the turn is rebuilt from events
-    06_detect_the_end      ends on the empty call list, whatever the stop reason says
-    07_failing_tools       a tool answering an error status, or an unknown tool, becomes an error result
+    06_detect_the_end      ends on the empty call list, whatever the stop reason says (and still bounded)
+    07_failing_tools       a tool answering an error status, or an unknown tool, becomes an error result;
+                           a request the provider refuses ends the program (non-zero), never resent
     08_async               the calls of a turn run concurrently: the sandbox sees them overlap
 
 Each case runs on every wire format the grader is asked for. Beside the catalogue's scenarios, most
@@ -27,7 +28,7 @@ from typing import Any, Literal
 
 __all__ = ["CASES", "Case"]
 
-Expect = Literal["answer", "gave_up", "report"]
+Expect = Literal["answer", "gave_up", "report", "refused"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class Case:
     scenario: str
     expect: Expect
     """`answer`: prints the final answer, exits 0. `gave_up`: exits non-zero at the bound. `report`:
-    gave up, and the report on stderr says what to look at."""
+    gave up, and the report on stderr says what to look at. `refused`: stopped, non-zero, at the
+    provider's refusal."""
     stream: bool = False
     failing: Mapping[str, str] = field(default_factory=dict)
     """Calls whose tool run answers 500 with this text."""
@@ -50,6 +52,8 @@ class Case:
     generated: Literal["", "tasks", "runaways"] = ""
     """Grade scenarios drawn by this strategy of `_generated` (with `options`) instead of `scenario`."""
     options: Mapping[str, Any] = field(default_factory=dict)
+    refuse: int | None = None
+    """The provider refuses this request and every later one (`expect` is then `refused`)."""
 
 
 _ANY_TASK = {"rounds": (0, 3), "calls": (0, 8)}
@@ -72,6 +76,7 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("answers_every_call_of_every_turn_in_order", "parallel_calls", "answer"),
         Case("answers_every_call_of_every_turn_in_order", "parallel_rounds", "answer"),
         Case("answers_every_call_of_every_turn_in_order", "multi_step", "answer"),
+        Case("gives_up_at_the_bound", "runaway", "gave_up"),
         Case("any_number_of_calls_in_any_turn", "generated", "answer", generated="tasks", options=_ANY_TASK),
     ),
     "04_report_runaway": (
@@ -93,6 +98,7 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("ends_when_the_call_list_is_empty", "stop_reason_mismatch", "answer"),
         Case("ends_when_the_call_list_is_empty", "plain_text", "answer"),
         Case("ends_when_the_call_list_is_empty", "single_call", "answer"),
+        Case("gives_up_at_the_bound", "runaway", "gave_up"),
         Case(
             "ends_on_the_call_list_whatever_the_stop_reason",
             "generated",
@@ -105,6 +111,8 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("an_error_output_goes_back_and_the_model_recovers", "tool_error_recovery", "answer"),
         Case("a_failing_tool_becomes_an_error_result", "tool_error_recovery", "answer", failing=_PARISS),
         Case("an_unknown_tool_becomes_an_error_result", "parallel_calls", "answer", unknown_tools=("get_time",)),
+        Case("gives_up_at_the_bound", "runaway", "gave_up"),
+        Case("a_refused_request_reaches_the_caller", "tool_error_recovery", "refused", failing=_PARISS, refuse=2),
     ),
     "08_async": (
         Case("runs_the_calls_of_a_turn_concurrently", "parallel_calls", "answer", concurrent=True),

@@ -15,16 +15,18 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from .._engine import Engine
+from .._engine import Engine, Exchange
 from .._scenario import Scenario
 from .._transport import Journal
 from .._types import ToolCall
 from ._checks import EXPECT_ERROR, missing_from_report
 from ._contract import environment
 from ._dialogue import BUDGET
+from ._feedback import Feedback
 from ._lessons import BOUND, CONCURRENT, END, REPORT, STREAM, TOOL_FAILED, Lesson
 from ._program import ProgramRun, run_program
 from ._program_server import Endpoint
+from ._refusal import refusal, refusal_text
 from ._sent import read_sent
 from ._tooldesk import ToolDesk, scripted_key
 from ._transcript import describe_call, quote
@@ -49,6 +51,12 @@ TOOL_FAILED_GOES_BACK = Lesson(
     "an error status, send its text back as that call's result, marked as an error (is_error on "
     "Anthropic; words like 'ERROR: ...' everywhere), and ask the model again.",
 )
+PROVIDER_STOPS = Lesson(
+    "Catch the tool's failure, not the provider's: an error from the model means the request itself was refused.",
+    "Treat an error status from the tool endpoint as the tool's failure (send it back as an error result), "
+    "but an error status from the model as the end: resending a refused request gets the same refusal, "
+    "and printing an earlier turn hides that the model never answered. Exit non-zero with the error on stderr.",
+)
 _SHOWN_LINES = 12
 _GAVE_UP = re.compile(r"gave up|give up|giving up|rounds?\b|bound|limit|max", re.IGNORECASE)
 """Words of a report that a program wrote on purpose, rather than a crash's."""
@@ -66,6 +74,7 @@ class ProgramDialogue(Verdicts):
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
         concurrency_wait: float | None = None,
+        refuse: int | None = None,
     ) -> None:
         self.scenario = scenario
         self.provider = provider
@@ -78,6 +87,11 @@ class ProgramDialogue(Verdicts):
         self.desk = ToolDesk(
             scenario, self.journal, failing=self.failing, unknown_tools=self.unknown_tools, wait=concurrency_wait
         )
+        self.refuse = refuse
+        """With `refuse=N`, the provider refuses request N and every later one as too long (`_refusal`);
+        refusals are not journaled: the journal holds what the provider accepted."""
+        self.requests = 0
+        self.refused = 0
         self.sent = {}
         self.function = "your program"
         self.source = Path(".")
@@ -88,7 +102,7 @@ class ProgramDialogue(Verdicts):
 
     def run(self, command: Sequence[str], seconds: float, *, cwd: str | None = None) -> ProgramRun:
         """Serve a private sandbox, run the program against it once, and read what it sent."""
-        with Endpoint(self.engine, self.journal, self.desk) as endpoint:
+        with Endpoint(self, self.desk) as endpoint:
             env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
             env.update(
                 environment(
@@ -102,6 +116,19 @@ class ProgramDialogue(Verdicts):
             result = run_program(command, env, seconds, cwd=cwd)
         self.sent = read_sent(list(self.journal))
         return result
+
+    def model(self, method: str, path: str, body: bytes) -> Exchange:
+        """One model request, on the server's thread: refused as too long from request `refuse` on,
+        otherwise answered by the engine and journaled."""
+        self.requests += 1
+        if self.refuse is not None and self.requests >= self.refuse:
+            self.refused += 1
+            error = refusal(self.provider)
+            headers = {"content-type": "application/json", **error.headers}
+            return Exchange(method, path, error.status, headers, (error.body,), body, self.provider, error=error)
+        exchange = self.engine.handle(method, path, body)
+        self.journal.append(exchange)
+        return exchange
 
     def expected(self, call: ToolCall) -> object:
         key = scripted_key(self.scenario, call.name, call.arguments)
@@ -184,6 +211,33 @@ class ProgramDialogue(Verdicts):
         assert last is not None
         self.check_order(last)
         return run.stderr
+
+    def expect_provider_error_reported(self, run: ProgramRun) -> None:
+        """Challenge 07: the provider refused a request (`refuse=N`); the program stopped there with a
+        non-zero exit, rather than resending it or printing an earlier turn as the answer."""
+        assert self.refuse is not None, "expect_provider_error_reported() needs a case with refuse=N"
+        self._check_ran(run)
+        self.check_progress()
+        self.check_rejections()
+        at = self.refuse
+        if not self.refused:
+            self.fail(
+                f"{self.actor} on {self.where} made {len(self.journal)} request(s), then ended with "
+                f"{run.exit_description}; it should reach request {at}.",
+                details=_stderr(run),
+                exchange=self.journal.last,
+            )
+        more = self.refused - 1
+        if run.returncode == 0 or more > 0:
+            went_on = f"sent {more} more request(s), then " if more > 0 else ""
+            ended = f"ended with {run.exit_description}" if run.returncode else f"printed {quote(run.stdout.strip())}"
+            Feedback(
+                f"{self.actor} on {self.where}: the provider refused request {at}, and {self.actor} {went_on}"
+                f"{ended}. A provider's error is not a tool's: it means the request itself was refused, so the "
+                "program must stop and report it (a non-zero exit, the error on stderr), not carry on.",
+                provider=f"{self.provider} 400: {refusal_text(self.provider)}",
+                lesson=PROVIDER_STOPS,
+            ).fail()
 
     def expect_runaway_report(self, report: str) -> None:
         """The report on stderr names the bound, the calls in order, and says to check what the tools return."""

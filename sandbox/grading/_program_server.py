@@ -16,24 +16,30 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
-from .._engine import Engine
-from .._transport import Journal
+from .._engine import Engine, Exchange
 from ._tooldesk import ToolDesk
 
-__all__ = ["TOOLS_PATH", "Endpoint"]
+__all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 
 TOOLS_PATH = "/sandbox/tools"
 
 
-class Endpoint:
-    """Serves `engine` and `desk` on 127.0.0.1 until closed. Use as a context manager."""
+class Door(Protocol):
+    """What one case serves: the model (its engine, and a journal the door keeps)."""
 
-    def __init__(self, engine: Engine, journal: Journal, desk: ToolDesk) -> None:
-        self.engine = engine
-        self.journal = journal
+    engine: Engine
+
+    def model(self, method: str, path: str, body: bytes) -> Exchange: ...
+
+
+class Endpoint:
+    """Serves `door` and `desk` on 127.0.0.1 until closed. Use as a context manager."""
+
+    def __init__(self, door: Door, desk: ToolDesk) -> None:
+        self.door = door
         self.desk = desk
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.endpoint = self
@@ -86,13 +92,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._model("POST", path)
 
     def _model(self, method: str, path: str) -> None:
-        endpoint = self.server.endpoint
-        body = self._body(endpoint.engine.max_body_bytes)
+        door = self.server.endpoint.door
+        body = self._body(door.engine.max_body_bytes)
         if body is None:
-            exchange = endpoint.engine.refuse_oversized(method, path, int(self.headers.get("content-length", 0)))
+            exchange = door.engine.refuse_oversized(method, path, int(self.headers.get("content-length", 0)))
         else:
-            exchange = endpoint.engine.handle(method, path, body)
-        endpoint.journal.append(exchange)
+            exchange = door.model(method, path, body)
         self._reply(exchange.status, exchange.headers.get("content-type", "application/json"), exchange.chunks)
 
     def _tool(self, name: str) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import httpx
 
 from .._transport import SandboxTransport
-from ..wire import Rule, get_wire_format
+from ..wire import Rule, WireError, get_wire_format
 
-__all__ = ["RefusingTransport", "refusal_text"]
+__all__ = ["RefusingTransport", "refusal", "refusal_text"]
 
 # Each provider's context-length refusal, verbatim, with the token counts of one real capture.
 _TOO_LONG: dict[str, tuple[str, str | None, str | None]] = {
@@ -49,6 +49,12 @@ def refusal_text(provider: str) -> str:
     return _TOO_LONG[provider][0]
 
 
+def refusal(provider: str) -> WireError:
+    """The provider's context-length refusal, as its 400 response."""
+    message, param, code = _TOO_LONG[provider]
+    return get_wire_format(provider).error(400, message, rule=Rule.TOO_LARGE, param=param, code=code)
+
+
 class RefusingTransport(SandboxTransport):
     """The sandbox, except that request number `at` (1-based) and every one after it are refused as too long."""
 
@@ -65,8 +71,7 @@ class RefusingTransport(SandboxTransport):
         if self.seen < self.at:
             return None
         self.refused += 1
-        message, param, code = _TOO_LONG[self.provider]
-        error = get_wire_format(self.provider).error(400, message, rule=Rule.TOO_LARGE, param=param, code=code)
+        error = refusal(self.provider)
         return httpx.Response(error.status, headers=error.headers, content=error.body, request=request)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

@@ -19,7 +19,8 @@ MAX_TOOL_ROUNDS = 5
 BASE = os.environ["SANDBOX_BASE_URL"]
 WIRE = os.environ["SANDBOX_WIRE"]
 MISTAKE = sys.argv[sys.argv.index("--mistake") + 1] if "--mistake" in sys.argv else ""
-"""unbounded, assistant_text, no_sequence, no_stream, sequential, tool_error_exits, caps_calls_at_three."""
+"""unbounded, assistant_text, no_sequence, no_stream, sequential, tool_error_exits, caps_calls_at_three,
+swallows_provider_errors."""
 STREAM = os.environ["SANDBOX_STREAM"] == "1" and MISTAKE != "no_stream"
 
 
@@ -150,7 +151,12 @@ def complete() -> str:
     history: list[str] = []
     rounds = 100 if MISTAKE == "unbounded" else MAX_TOOL_ROUNDS
     for _ in range(rounds):
-        message, calls = turn(messages, tools)
+        try:
+            message, calls = turn(messages, tools)
+        except RuntimeError:
+            if MISTAKE == "swallows_provider_errors":
+                continue  # the mistake: a refused request is tried again
+            raise
         if MISTAKE == "caps_calls_at_three":
             calls = calls[:3]
         if not calls:
