@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from sandbox.cli import main
+from sandbox.grading._lessons import REPORT, Lesson, lesson_for
 from sandbox.grading._program_cases import CASES
+from sandbox.wire import Rule
 
 ROOT = Path(__file__).resolve().parent.parent
 GO_MODULE = ROOT / "examples" / "go"
@@ -96,13 +98,24 @@ def test_the_go_reference_passes_every_challenge(
     assert results["output"].startswith(f"{len(CASES)}/{len(CASES)} challenges passed")
 
 
+def names_rule(text: str, lesson: Lesson) -> bool:
+    """The feedback names the lesson's rule (wrapped to the terminal's width, so whitespace is collapsed)."""
+    return " ".join(f"Rule: {lesson.rule}".split()) in " ".join(text.split())
+
+
 @pytest.mark.parametrize(
-    ("mistake", "challenge", "failing", "rule"),
+    ("mistake", "challenge", "failing", "lesson"),
     [
-        ("assistant_text", "2", "finishes_the_task_within_the_bound[single_call-", "Append resp.message before any"),
-        ("unbounded", "2", "gives_up_at_the_bound[runaway-", "Bound the loop at about 5 rounds"),
-        ("no_sequence", "4", "the_report_names_the_bound_and_the_calls[runaway-", "Make the bound's error say what"),
+        (
+            "assistant_text",
+            "2",
+            "finishes_the_task_within_the_bound[single_call-",
+            lesson_for(Rule.RESULT_WITHOUT_TURN),
+        ),
+        ("unbounded", "2", "gives_up_at_the_bound[runaway-", lesson_for(Rule.BUDGET)),
+        ("no_sequence", "4", "the_report_names_the_bound_and_the_calls[runaway-", REPORT),
     ],
+    ids=lambda value: value if isinstance(value, str) and "[" not in value else "",
 )
 def test_a_go_mistake_fails_with_the_rule_named(
     go_programs: Path,
@@ -111,20 +124,20 @@ def test_a_go_mistake_fails_with_the_rule_named(
     mistake: str,
     challenge: str,
     failing: str,
-    rule: str,
+    lesson: Lesson,
 ) -> None:
     report = tmp_path / "results.json"
     status, out = grade(
         capsys, challenge, "--wire", "openai,anthropic", "--report", str(report), "--", str(go_programs / mistake)
     )
     assert status == 1
-    assert f"Rule: {rule}" in out
+    assert names_rule(out, lesson), out
     tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
     caught = [test for name, test in tests.items() if failing in name]
     assert len(caught) == 2  # one per wire format
     for test in caught:
         assert test["status"] == "failed"
-        assert f"Rule: {rule}" in test["output"]
+        assert names_rule(test["output"], lesson), test["output"]
 
 
 def test_a_room_of_go_submissions_gets_one_honest_report_each(
@@ -162,7 +175,7 @@ def test_a_room_of_go_submissions_gets_one_honest_report_each(
     assert alice["score"] == ALL_CASES == len(alice["tests"])
     assert 0 < len(bob["tests"]) == ALL_CASES > bob["score"]
     assert all(
-        "Rule: Append resp.message before any tool result" in test["output"]
+        names_rule(test["output"], lesson_for(Rule.RESULT_WITHOUT_TURN))
         for test in bob["tests"]
         if test["status"] == "failed" and "single_call" in test["name"]
     )

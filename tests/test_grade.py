@@ -17,8 +17,10 @@ import pytest
 
 from sandbox import get_scenario
 from sandbox.cli import main
+from sandbox.grading._lessons import CONCURRENT, REPORT, STREAM, TOOL_FAILED, Lesson, lesson_for
 from sandbox.grading._program_cases import CASES
-from sandbox.grading._program_dialogue import ProgramDialogue
+from sandbox.grading._program_dialogue import PROVIDER_STOPS, ProgramDialogue
+from sandbox.wire import Rule
 
 HERE = Path(__file__).resolve().parent
 LOOP = [sys.executable, str(HERE / "programs" / "loop.py")]
@@ -126,28 +128,31 @@ def test_the_reference_program_passes_on_anthropic(capsys: pytest.CaptureFixture
     assert status == 0, out
 
 
+def names_rule(out: str, lesson: Lesson) -> bool:
+    """The feedback names the lesson's rule (wrapped to the terminal's width, so whitespace is collapsed)."""
+    return " ".join(f"Rule: {lesson.rule}".split()) in " ".join(out.split())
+
+
 @pytest.mark.parametrize(
-    ("mistake", "challenge", "rule"),
+    ("mistake", "challenge", "says", "lesson"),
     [
-        ("assistant_text", "2", "Rule: Append resp.message before any tool result: every provider requires it."),
-        ("unbounded", "2", "never stopped: the sandbox's budget of 20 requests ended it."),
-        ("unbounded", "2", "Rule: Bound the loop at about 5 rounds, and make the error explain what to look at."),
-        ("no_sequence", "4", "- the call sequence, in order: [get_weather get_weather get_weather get_weather"),
-        ("no_sequence", "4", "Rule: Make the bound's error say what happened: the bound, the calls in order"),
-        ("no_stream", "5", "without streaming, though SANDBOX_STREAM=1"),
-        ("sequential", "8", "ran the calls of turn 1 one at a time"),
-        ("tool_error_exits", "7", "Rule: Every call gets a result, even when its tool fails"),
-        ("swallows_provider_errors", "7", "the provider refused request 2, and your program sent 3 more request(s)"),
-        ("swallows_provider_errors", "7", "Rule: Catch the tool's failure, not the provider's"),
+        ("assistant_text", "2", "follow an assistant turn without tool calls", lesson_for(Rule.RESULT_WITHOUT_TURN)),
+        ("unbounded", "2", "never stopped: the sandbox's budget of 20 requests ended it.", lesson_for(Rule.BUDGET)),
+        ("no_sequence", "4", "- the call sequence, in order: [get_weather get_weather get_weather", REPORT),
+        ("no_stream", "5", "without streaming, though SANDBOX_STREAM=1", STREAM),
+        ("sequential", "8", "ran the calls of turn 1 one at a time", CONCURRENT),
+        ("tool_error_exits", "7", "tool get_weather failed: weather service: no such city 'Pariss'", TOOL_FAILED),
+        ("swallows_provider_errors", "7", "refused request 2, and your program sent 3 more request(s)", PROVIDER_STOPS),
     ],
-    ids=lambda value: value if " " not in value else "",
+    ids=lambda value: value if isinstance(value, str) and " " not in value else "",
 )
 def test_a_mistake_fails_with_its_rule_named(
-    capsys: pytest.CaptureFixture[str], mistake: str, challenge: str, rule: str
+    capsys: pytest.CaptureFixture[str], mistake: str, challenge: str, says: str, lesson: Lesson
 ) -> None:
     status, out = grade(capsys, challenge, "--wire", "anthropic", "--", *LOOP, "--mistake", mistake)
     assert status == 1
-    assert rule in out
+    assert says in out
+    assert names_rule(out, lesson), out
     assert "failing" in out
 
 
@@ -163,7 +168,7 @@ def test_only_the_generated_scenarios_catch_a_loop_that_answers_three_calls_a_tu
     failed = [test["name"] for test in json.loads(report.read_text())["tests"] if test["status"] == "failed"]
     assert failed == ["03_several_calls: any_number_of_calls_in_any_turn[generated-openai]"]
     assert "on scenario 'generated_" in out
-    assert "Rule: Append the assistant turn once, then one tool message per call, in call order." in out
+    assert names_rule(out, lesson_for(Rule.MISSING_RESULT))
 
 
 @pytest.mark.skipif(os.name != "posix", reason="process groups and /proc are POSIX")
@@ -224,7 +229,7 @@ def test_a_build_that_fails_fails_every_case_with_its_output(
 
 
 def test_a_program_that_prints_more_than_the_answer_is_told_where_the_rest_goes(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code = """
 import json, os, urllib.request
@@ -234,10 +239,13 @@ answer = json.load(urllib.request.urlopen(request))["choices"][0]["message"]["co
 print("debug: got", len(answer), "characters")
 print(answer)
 """
-    status, out = grade(capsys, "6", "--wire", "openai", "--", sys.executable, "-c", code)
+    report = tmp_path / "results.json"
+    status, _ = grade(capsys, "6", "--wire", "openai", "--report", str(report), "--", sys.executable, "-c", code)
     assert status == 1
-    assert 'printed "debug: got 32 characters Hello! No tools needed for that." on stdout' in out
-    assert "nothing else on stdout; write anything else to stderr" in out
+    tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
+    output = tests["06_detect_the_end: ends_when_the_call_list_is_empty[plain_text-openai]"]["output"]
+    assert 'printed "debug: got 32 characters Hello! No tools needed for that." on stdout' in output
+    assert "nothing else on stdout; write anything else to stderr" in output
 
 
 def test_a_program_that_never_asks_the_model_is_told_what_to_send(capsys: pytest.CaptureFixture[str]) -> None:
