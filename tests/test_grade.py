@@ -31,9 +31,11 @@ def grade(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return status, capsys.readouterr().out
 
 
-def run_snippet(code: str, scenario: str = "parallel_calls", **options: object) -> tuple[ProgramDialogue, str]:
+def run_snippet(
+    code: str, *args: str, scenario: str = "parallel_calls", **options: object
+) -> tuple[ProgramDialogue, str]:
     talk = ProgramDialogue(get_scenario(scenario), "anthropic", **options)  # type: ignore[arg-type]
-    run = talk.run([sys.executable, "-c", code], 30)
+    run = talk.run([sys.executable, "-c", code, *args], 30)
     assert run.returncode == 0, run.stderr
     return talk, run.stdout
 
@@ -66,46 +68,54 @@ def test_the_environment_names_the_wire_the_urls_the_model_and_the_prompt() -> N
     assert all(env[key] for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"))
 
 
-def test_the_sandbox_describes_the_tools_and_runs_them() -> None:
-    code = """
-import json, os, urllib.request, urllib.error
+RUN_TOOLS = """
+import json, os, sys, urllib.request, urllib.error
 base = os.environ["SANDBOX_BASE_URL"]
-tools = json.load(urllib.request.urlopen(base + "/sandbox/tools"))
-def run(name, arguments):
-    request = urllib.request.Request(base + "/sandbox/tools/" + name, json.dumps(arguments).encode())
+def run(payload):
+    body = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()  # a str is sent raw
+    request = urllib.request.Request(base + "/tools/run", body)
     try:
         with urllib.request.urlopen(request) as response:
-            return [response.status, response.read().decode()]
+            return [response.status, json.load(response)]
     except urllib.error.HTTPError as error:
-        return [error.code, error.read().decode()]
-print(json.dumps({"tools": tools, "paris": run("get_weather", {"city": "Paris"}),
-                  "time": run("get_time", {"city": "Tokyo"}), "nowhere": run("get_weather", {"city": "Nowhere"}),
-                  "bad": run("get_weather", [1])}))
+        return [error.code, json.load(error)]
+print(json.dumps({"tools": json.load(urllib.request.urlopen(base + "/tools")),
+                  "runs": [run(payload) for payload in json.loads(sys.argv[1])]}))
 """
-    talk, out = run_snippet(code, unknown_tools={"get_time"})
+
+
+def test_the_sandbox_describes_the_tools_and_runs_them() -> None:
+    payloads = [
+        {"name": "get_weather", "arguments": {"city": "Paris"}},
+        {"name": "get_time", "arguments": {"city": "Tokyo"}},
+        {"name": "get_weather", "arguments": {"city": "Nowhere"}},
+        {"name": "get_weather", "arguments": [1]},
+        "not json",
+    ]
+    talk, out = run_snippet(RUN_TOOLS, json.dumps(payloads), unknown_tools={"get_time"})
     seen = json.loads(out)
     assert seen["tools"] == [
         {"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters)}
         for tool in get_scenario("parallel_calls").tools
     ]
-    assert seen["paris"] == [200, "18C, clear"]
-    assert seen["time"][0] == 404 and "unknown tool 'get_time'" in seen["time"][1]
-    assert seen["nowhere"][0] == 400 and "not a call the model asked for" in seen["nowhere"][1]
-    assert seen["bad"][0] == 400 and "JSON object" in seen["bad"][1]
-    assert [status for _, _, status in talk.desk.runs] == [200, 404, 400]
+    paris, time, nowhere, bad, not_json = seen["runs"]
+    assert paris == [200, {"output": "18C, clear"}]
+    assert time[0] == 200 and "unknown tool 'get_time'" in time[1]["error"]
+    assert nowhere[0] == 200 and "not a call the model asked for" in nowhere[1]["error"]
+    assert bad[0] == 200 and bad[1]["error"].startswith('a tool run is {"name"')
+    assert not_json[0] == 400 and "a tool run takes a JSON body" in not_json[1]["error"]
+    assert [reply.failure for _, _, reply in talk.desk.runs] == ["", "unknown", "not_asked"]
 
 
-def test_a_failing_tool_answers_500_with_its_message() -> None:
-    code = """
-import os, urllib.request, urllib.error
-request = urllib.request.Request(os.environ["SANDBOX_BASE_URL"] + "/sandbox/tools/get_weather", b'{"city": "Pariss"}')
-try:
-    urllib.request.urlopen(request)
-except urllib.error.HTTPError as error:
-    print(error.code, error.read().decode())
-"""
-    _, out = run_snippet(code, "tool_error_recovery", failing={"get_weather(city='Pariss')": "no such city"})
-    assert out.strip() == "500 no such city"
+def test_a_failing_tool_answers_with_its_error() -> None:
+    payloads = [{"name": "get_weather", "arguments": {"city": "Pariss"}}]
+    _, out = run_snippet(
+        RUN_TOOLS,
+        json.dumps(payloads),
+        scenario="tool_error_recovery",
+        failing={"get_weather(city='Pariss')": "no such city"},
+    )
+    assert json.loads(out)["runs"] == [[200, {"error": "no such city"}]]
 
 
 def test_the_reference_program_passes_every_challenge(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -43,16 +43,16 @@ async function complete(client, req) {
 // run executes one call through the sandbox. A failing tool is information for the model, not a
 // reason to stop: the failure goes back as the call's result, marked as an error.
 async function run(call) {
-  const resp = await fetch(`${sandbox}/sandbox/tools/${encodeURIComponent(call.name)}`, {
+  const resp = await fetch(`${sandbox}/tools/run`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify(call.arguments),
+    body: JSON.stringify({ name: call.name, arguments: call.arguments }),
   });
-  const output = await resp.text();
-  if (!resp.ok) {
-    return toolResultMessage(call.id, `ERROR: ${call.name}: ${output}`, true);
+  const ran = await resp.json();
+  if (ran.output === undefined) {
+    return toolResultMessage(call.id, `ERROR: ${call.name}: ${ran.error}`, true);
   }
-  return toolResultMessage(call.id, output);
+  return toolResultMessage(call.id, ran.output);
 }
 
 // -- the conversation, in a form every provider can be given ----------------------------------------
@@ -214,7 +214,7 @@ async function main() {
     console.error(`this program speaks ${Object.keys(wires).join(" and ")}; run it with sandbox grade`);
     process.exit(2);
   }
-  const tools = await (await fetch(`${sandbox}/sandbox/tools`)).json();
+  const tools = await (await fetch(`${sandbox}/tools`)).json();
   const req = { model: env.SANDBOX_MODEL, messages: [userText(env.SANDBOX_PROMPT)], tools };
   try {
     const resp = await complete(client(wire), req);

@@ -15,11 +15,11 @@ The environment tells the program everything it needs:
 
 The sandbox describes the scenario's tools and runs them:
 
-    GET  $SANDBOX_BASE_URL/sandbox/tools          [{"name", "description", "parameters"}, ...]
-                                                  (parameters is a JSON schema)
-    POST $SANDBOX_BASE_URL/sandbox/tools/NAME     body: the call's arguments, a JSON object;
-                                                  200: the tool's output, as text;
-                                                  any other status: the tool failed, the text says why
+    GET  $SANDBOX_BASE_URL/tools        [{"name", "description", "parameters"}, ...]
+                                        (parameters is a JSON schema)
+    POST $SANDBOX_BASE_URL/tools/run    {"name": "get_weather", "arguments": {"city": "Paris"}}
+                                        answers {"output": "<the tool's output>"} when the tool ran,
+                                        {"error": "<why not>"} when it failed
 
 The program ends in one of two ways:
 

@@ -10,7 +10,8 @@ A program is the whole loop, run once per case, so the challenges map onto it li
     04_report_runaway      the report on stderr names the bound, the calls in order, what to check
     05_streaming           SANDBOX_STREAM=1: every request streams, the turn is rebuilt from events
     06_detect_the_end      ends on the empty call list, whatever the stop reason says (and still bounded)
-    07_failing_tools       a tool answering an error status, or an unknown tool, becomes an error result;
+    07_failing_tools       a tool run answering {"error": ...} (a failing or unknown tool) becomes an
+                           error result;
                            a request the provider refuses ends the program (non-zero), never resent
     08_async               the calls of a turn run concurrently: the sandbox sees them overlap
 
@@ -44,9 +45,9 @@ class Case:
     provider's refusal."""
     stream: bool = False
     failing: Mapping[str, str] = field(default_factory=dict)
-    """Calls whose tool run answers 500 with this text."""
+    """Calls whose tool run fails with this text."""
     unknown_tools: tuple[str, ...] = ()
-    """Tools whose runs answer 404."""
+    """Tools the desk does not know."""
     concurrent: bool = False
     """Check that each turn's calls were in flight together."""
     generated: Literal["", "tasks", "runaways"] = ""

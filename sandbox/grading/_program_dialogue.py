@@ -9,11 +9,12 @@ through the sandbox, which saw their order and overlap.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .._engine import Engine, Exchange
 from .._scenario import Scenario
@@ -48,15 +49,17 @@ STREAM_EVERY_REQUEST = Lesson(
 TOOL_FAILED_GOES_BACK = Lesson(
     TOOL_FAILED.rule,
     "A failing tool is information for the model, not a reason to stop: when a tool request answers "
-    "an error status, send its text back as that call's result, marked as an error (is_error on "
+    '{"error": ...}, send its text back as that call\'s result, marked as an error (is_error on '
     "Anthropic; words like 'ERROR: ...' everywhere), and ask the model again.",
 )
 PROVIDER_STOPS = Lesson(
     "Catch the tool's failure, not the provider's: an error from the model means the request itself was refused.",
-    "Treat an error status from the tool endpoint as the tool's failure (send it back as an error result), "
-    "but an error status from the model as the end: resending a refused request gets the same refusal, "
+    "Treat a tool run's {\"error\": ...} as the tool's failure (send it back as an error result), but an "
+    "error status from the model as the end: resending a refused request gets the same refusal, "
     "and printing an earlier turn hides that the model never answered. Exit non-zero with the error on stderr.",
 )
+DESCRIBE_PATH = "/tools"
+"""`GET` it for the scenario's tools; `POST /tools/run` runs one (`_program_server.TOOLS_PATH`)."""
 _SHOWN_LINES = 12
 _GAVE_UP = re.compile(r"gave up|give up|giving up|rounds?\b|bound|limit|max", re.IGNORECASE)
 """Words of a report that a program wrote on purpose, rather than a crash's."""
@@ -102,7 +105,7 @@ class ProgramDialogue(Verdicts):
 
     def run(self, command: Sequence[str], seconds: float, *, cwd: str | None = None) -> ProgramRun:
         """Serve a private sandbox, run the program against it once, and read what it sent."""
-        with Endpoint(self, self.desk) as endpoint:
+        with Endpoint(self) as endpoint:
             env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
             env.update(
                 environment(
@@ -118,8 +121,11 @@ class ProgramDialogue(Verdicts):
         return result
 
     def model(self, method: str, path: str, body: bytes) -> Exchange:
-        """One model request, on the server's thread: refused as too long from request `refuse` on,
-        otherwise answered by the engine and journaled."""
+        """One request, on the server's thread. `GET /tools` describes the tools. A model request is
+        refused as too long from request `refuse` on, otherwise answered by the engine and journaled."""
+        if method == "GET" and path == DESCRIBE_PATH:
+            tools = json.dumps(self.desk.describe()).encode()
+            return Exchange(method, path, 200, {"content-type": "application/json"}, (tools,), body)
         self.requests += 1
         if self.refuse is not None and self.requests >= self.refuse:
             self.refused += 1
@@ -129,6 +135,14 @@ class ProgramDialogue(Verdicts):
         exchange = self.engine.handle(method, path, body)
         self.journal.append(exchange)
         return exchange
+
+    def tool(self, payload: Any) -> dict[str, Any]:
+        """One tool run: `{"name": ..., "arguments": {...}}` in, `{"output": ...}` or `{"error": ...}` out."""
+        name = payload.get("name") if isinstance(payload, dict) else None
+        arguments = payload.get("arguments", {}) if isinstance(payload, dict) else None
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            return {"error": 'a tool run is {"name": "<the call\'s name>", "arguments": {<the call\'s arguments>}}'}
+        return self.desk.run(name, arguments).as_json()
 
     def expected(self, call: ToolCall) -> object:
         key = scripted_key(self.scenario, call.name, call.arguments)

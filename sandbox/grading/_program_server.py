@@ -1,46 +1,46 @@
 """A private sandbox on a free loopback port, for one graded case: the door a program walks through.
 
-    POST the providers' real paths          the model (the engine; every exchange journaled)
-    GET  /sandbox/tools                     the scenario's tools: [{name, description, parameters}]
-    POST /sandbox/tools/{name}              run one call; the body is its arguments, a JSON object;
-                                            200 with the output as text, or an error status with
-                                            the error as text (404 unknown tool, 500 the tool failed)
+    POST /tools/run      {"name": ..., "arguments": {...}}: one tool run, answered by the door's
+                         `tool()` as JSON ({"output": ...} or {"error": ...})
+    anything else        the door's `model()`: the providers' real paths (the engine; every exchange
+                         journaled), and GET /tools (the scenario's tools)
 
 Everything the grader judges reaches it here, in its own process: the requests, and every tool
 execution with its order and overlap. The standard library's threading server keeps it small and
 quick to start (one per case); each connection gets a thread, so a turn's tool calls can overlap.
+The door's shape is the one issue 11's asyncio endpoint serves, so either server can carry it.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
-from urllib.parse import unquote
 
 from .._engine import Engine, Exchange
-from ._tooldesk import ToolDesk
 
 __all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 
-TOOLS_PATH = "/sandbox/tools"
+TOOLS_PATH = "/tools/run"
 
 
 class Door(Protocol):
-    """What one case serves: the model (its engine, and a journal the door keeps)."""
+    """What one case serves: model requests (with its engine's body limit), and tool runs."""
 
     engine: Engine
 
     def model(self, method: str, path: str, body: bytes) -> Exchange: ...
 
+    def tool(self, payload: Any) -> Mapping[str, Any]: ...
+
 
 class Endpoint:
-    """Serves `door` and `desk` on 127.0.0.1 until closed. Use as a context manager."""
+    """Serves `door` on 127.0.0.1 until closed. Use as a context manager."""
 
-    def __init__(self, door: Door, desk: ToolDesk) -> None:
+    def __init__(self, door: Door) -> None:
         self.door = door
-        self.desk = desk
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.endpoint = self
         self._thread = threading.Thread(target=self._serve, name="sandbox-endpoint", daemon=True)
@@ -78,16 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
-        path = self.path.split("?", 1)[0]
-        if path == TOOLS_PATH:
-            self._reply(200, "application/json", [json.dumps(self.server.endpoint.desk.describe()).encode()])
-        else:
-            self._model("GET", path)
+        self._model("GET", self.path.split("?", 1)[0])
 
     def do_POST(self) -> None:  # noqa: N802
         path = self.path.split("?", 1)[0]
-        if path.startswith(TOOLS_PATH + "/"):
-            self._tool(unquote(path[len(TOOLS_PATH) + 1 :]))
+        if path == TOOLS_PATH:
+            self._tool()
         else:
             self._model("POST", path)
 
@@ -100,18 +96,18 @@ class _Handler(BaseHTTPRequestHandler):
             exchange = door.model(method, path, body)
         self._reply(exchange.status, exchange.headers.get("content-type", "application/json"), exchange.chunks)
 
-    def _tool(self, name: str) -> None:
+    def _tool(self) -> None:
         body = self._body(1024 * 1024)
         try:
-            arguments: Any = json.loads(body or b"{}") if body is not None else None
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
-            text = 'the body must be the call\'s arguments as a JSON object, e.g. {"city": "Paris"}'
-            self._reply(400, "text/plain; charset=utf-8", [text.encode()])
+            payload: Any = json.loads(body) if body is not None else None
+        except (ValueError, RecursionError):
+            payload = None
+        if payload is None:
+            reply: Mapping[str, Any] = {"error": 'a tool run takes a JSON body: {"name": ..., "arguments": {...}}'}
+            self._reply(400, "application/json", [json.dumps(reply).encode()])
             return
-        reply = self.server.endpoint.desk.run(name, arguments)
-        self._reply(reply.status, "text/plain; charset=utf-8", [reply.text.encode()])
+        reply = self.server.endpoint.door.tool(payload)
+        self._reply(200, "application/json", [json.dumps(reply).encode()])
 
     def _body(self, limit: int) -> bytes | None:
         """The request body (plain or chunked), or None past `limit` bytes (the rest is not read, and

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .._scenario import Call, Scenario
 from .._transport import Journal
@@ -35,10 +35,15 @@ def scripted_key(scenario: Scenario, name: str, arguments: Mapping[str, Any]) ->
 
 @dataclass(frozen=True)
 class ToolReply:
-    """The HTTP answer to one tool run: 200 with the output, or an error status with its text."""
+    """What one tool run answered: the output, or why the tool failed."""
 
-    status: int
-    text: str
+    output: str | None = None
+    error: str = ""
+    failure: Literal["", "unknown", "not_asked", "raised"] = ""
+    """Empty when the tool ran: `unknown` tool, a call the model did not ask for, or the tool `raised`."""
+
+    def as_json(self) -> dict[str, str]:
+        return {"output": self.output} if self.output is not None else {"error": self.error}
 
 
 @dataclass
@@ -83,8 +88,8 @@ class ToolDesk:
         self._journal = journal
         self._lock = threading.Lock()
         self._turns: dict[int, _Turn] = {}
-        self.runs: list[tuple[int, Call, int]] = []
-        """(request number, call, status answered) of every run, in the order they arrived."""
+        self.runs: list[tuple[int, Call, ToolReply]] = []
+        """(request number, call, reply) of every run, in the order they arrived."""
         self.one_at_a_time: tuple[int, ToolCall] | None = None
         """The turn (its request number) and the call that waited in vain for its siblings."""
 
@@ -100,27 +105,29 @@ class ToolDesk:
         reply = self._answer(name, arguments)
         with self._lock:
             number = len(self._journal)
-            self.runs.append((number, Call(name, dict(arguments)), reply.status))
-        if self.wait is not None and reply.status in (200, 500):
+            self.runs.append((number, Call(name, dict(arguments)), reply))
+        if self.wait is not None and reply.failure in ("", "raised"):  # calls the model asked for
             self._overlap(number, name, arguments)
         return reply
 
     def _answer(self, name: str, arguments: Mapping[str, Any]) -> ToolReply:
         known = {tool.name for tool in self.scenario.tools}
         if name in self.unknown_tools or name not in known:
-            return ToolReply(404, f"unknown tool {name!r}: this scenario's tools are {', '.join(sorted(known))}")
+            tools = ", ".join(sorted(known))
+            return ToolReply(error=f"unknown tool {name!r}: this scenario's tools are {tools}", failure="unknown")
         key = scripted_key(self.scenario, name, arguments)
         if key is None:
             shown = repr(Call(name, dict(arguments)))
-            return ToolReply(400, f"{shown} is not a call the model asked for: run the calls of the model's turn.")
+            why = f"{shown} is not a call the model asked for: run the calls of the model's turn."
+            return ToolReply(error=why, failure="not_asked")
         if key in self.failing:
-            return ToolReply(500, self.failing[key])
-        return ToolReply(200, self.scenario.tool_outputs.get(key, ""))
+            return ToolReply(error=self.failing[key], failure="raised")
+        return ToolReply(output=self.scenario.tool_outputs.get(key, ""))
 
     def failed_in_turn(self, number: int) -> bool:
         """Whether a tool run of the turn answered by request `number` failed."""
         with self._lock:
-            return any(turn == number and status != 200 for turn, _, status in self.runs)
+            return any(turn == number and reply.failure for turn, _, reply in self.runs)
 
     def _overlap(self, number: int, name: str, arguments: Mapping[str, Any]) -> None:
         assert self.wait is not None

@@ -35,11 +35,13 @@ def post(url: str, body: Any) -> tuple[int, bytes]:
 
 def run(call: dict[str, Any]) -> tuple[str, bool]:
     """One tool call through the sandbox: (output, is_error)."""
-    status, body = post(f"{BASE}/sandbox/tools/{call['name']}", call["arguments"])
-    text = body.decode()
-    if status != 200 and MISTAKE == "tool_error_exits":
-        raise SystemExit(f"tool {call['name']} failed: {text}")
-    return (text, False) if status == 200 else (f"ERROR: {text}", True)
+    _, body = post(f"{BASE}/tools/run", {"name": call["name"], "arguments": call["arguments"]})
+    ran = json.loads(body)
+    if "output" in ran:
+        return ran["output"], False
+    if MISTAKE == "tool_error_exits":
+        raise SystemExit(f"tool {call['name']} failed: {ran['error']}")
+    return f"ERROR: {ran['error']}", True
 
 
 def events(raw: bytes) -> list[Any]:
@@ -141,7 +143,7 @@ def anthropic_result(call: dict[str, Any], output: str, is_error: bool) -> list[
 
 
 def complete() -> str:
-    with urllib.request.urlopen(f"{BASE}/sandbox/tools", timeout=30) as response:
+    with urllib.request.urlopen(f"{BASE}/tools", timeout=30) as response:
         tools = json.loads(response.read())
     turn, result, text = {
         "openai": (openai_turn, openai_result, lambda m: m.get("content") or ""),

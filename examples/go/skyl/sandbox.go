@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
 )
 
 // Sandbox is the grader's side of the contract, read from the environment `sandbox grade` sets:
@@ -47,7 +44,7 @@ func (sb *Sandbox) Client() *Client {
 
 // Tools asks the sandbox for the scenario's tools: names, descriptions, JSON schemas.
 func (sb *Sandbox) Tools(ctx context.Context) ([]Tool, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", sb.BaseURL+"/sandbox/tools", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", sb.BaseURL+"/tools", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +62,11 @@ func (sb *Sandbox) Tools(ctx context.Context) ([]Tool, error) {
 
 // Run executes one call through the sandbox: its output, or an error saying why the tool failed.
 func (sb *Sandbox) Run(ctx context.Context, call ToolCall) (string, error) {
-	target := sb.BaseURL + "/sandbox/tools/" + url.PathEscape(call.Name)
-	req, err := http.NewRequestWithContext(ctx, "POST", target, bytes.NewReader(arguments(call)))
+	body, err := json.Marshal(map[string]any{"name": call.Name, "arguments": arguments(call)})
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", sb.BaseURL+"/tools/run", bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
@@ -76,12 +76,15 @@ func (sb *Sandbox) Run(ctx context.Context, call ToolCall) (string, error) {
 		return "", err
 	}
 	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
+	var ran struct {
+		Output *string `json:"output"`
+		Error  string  `json:"error"`
 	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", call.Name, strings.TrimSpace(string(out)))
+	if err := json.NewDecoder(resp.Body).Decode(&ran); err != nil {
+		return "", fmt.Errorf("reading the sandbox's answer for %s: %w", call.Name, err)
 	}
-	return string(out), nil
+	if ran.Output == nil {
+		return "", fmt.Errorf("%s: %s", call.Name, ran.Error)
+	}
+	return *ran.Output, nil
 }
