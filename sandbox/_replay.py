@@ -43,7 +43,9 @@ def expected_reasoning(
     if not scenario.reasoning:
         return []
     seed = f"{scenario.name}/{step_number}"
-    return wire.reasoning_parts(seed, step.thought(), conversation, redacted=step.redacted_thinking)
+    return wire.reasoning_parts(
+        seed, step.thought(), conversation, redacted=step.redacted_thinking, acting=bool(step.calls)
+    )
 
 
 def render_turn(

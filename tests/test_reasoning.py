@@ -18,7 +18,7 @@ from sandbox import Engine, skyl
 from sandbox.wire import Rule, get_wire_format
 from tests.conftest import scenario_request, scripted_run
 
-REASONING_PROVIDERS = ["openai-responses", "anthropic"]
+REASONING_PROVIDERS = ["openai-responses", "anthropic", "gemini"]
 SCENARIO = "multi_step_reasoning"
 
 RESPONSES_DROPPED = "Item '{item}' of type 'function_call' was provided without its required 'reasoning' item: '{rs}'."
@@ -118,7 +118,9 @@ def test_response_text_leaves_reasoning_out(provider: str) -> None:
     assert response.text() == "" and response.message.reasoning()
 
 
-@pytest.mark.parametrize(("sender", "receiver"), [("anthropic", "openai-responses"), ("openai-responses", "openai")])
+@pytest.mark.parametrize(
+    ("sender", "receiver"), [("anthropic", "gemini"), ("gemini", "openai-responses"), ("openai-responses", "openai")]
+)
 def test_reasoning_goes_back_only_to_its_own_provider(sender: str, receiver: str) -> None:
     _, request, response = _first_round(sender)
     request.messages.append(response.message)
@@ -340,3 +342,74 @@ def test_anthropic_refuses_thinking_moved_to_another_turn() -> None:
     with pytest.raises(skyl.ProviderError) as caught:
         client.complete(request)
     assert caught.value.status == 400 and caught.value.message == ANTHROPIC_FORGED.format(n=3)
+
+
+# -- Gemini --------------------------------------------------------------------------------------------
+
+GEMINI_DROPPED = (
+    "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
+    "correctly, and missing thought_signature may lead to degraded model performance. Additional data, function "
+    "call `default_api:find_restaurant` , position 2. Please refer to "
+    "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+)
+
+
+def test_gemini_refuses_a_call_that_lost_its_thought_signature() -> None:
+    exchange = _round_trip("gemini", _calls_only)
+    assert exchange.status == 400 and exchange.error.rule is Rule.REASONING_DROPPED
+    assert _error(exchange) == {"code": 400, "message": GEMINI_DROPPED, "status": "INVALID_ARGUMENT"}
+
+
+def test_gemini_signature_rides_on_the_first_call_only() -> None:
+    engine = Engine("parallel_calls_reasoning")
+    request = scenario_request("parallel_calls_reasoning")
+    exchange = _send(engine, "gemini", request)
+    parts = json.loads(exchange.body)["candidates"][0]["content"]["parts"]
+    assert [("thoughtSignature" in part, "functionCall" in part) for part in parts] == [(True, True)] + [
+        (False, True)
+    ] * (len(parts) - 1)
+    assert len(parts) > 1
+
+
+@pytest.mark.parametrize("where", ["corrupted", "moved"])
+def test_gemini_refuses_a_signature_it_did_not_issue_for_that_turn(where: str) -> None:
+    client = skyl.Client(provider="gemini", transport=sandbox.transport())
+    request = _request("gemini")
+    run = scripted_run(SCENARIO)
+    first = client.complete(request)
+    request.messages += [first.message, *(skyl.tool_result_message(c.id, run(c)) for c in first.tool_calls())]
+    second = client.complete(request)
+    if where == "moved":
+        reasoning = first.message.reasoning()
+    else:
+        reasoning = [skyl.Reasoning.from_wire("gemini", {"thoughtSignature": "Et8ECtwEAXLI2nyCB1jKZUE4Zx=="})]
+    request.messages += [
+        skyl.Message("assistant", [*reasoning, *second.tool_calls()]),
+        *(skyl.tool_result_message(c.id, run(c)) for c in second.tool_calls()),
+    ]
+    with pytest.raises(skyl.ProviderError) as caught:
+        client.complete(request)
+    assert (caught.value.status, caught.value.error_type) == (400, "INVALID_ARGUMENT")
+    assert caught.value.message == "Corrupted thought signature."
+
+
+def test_gemini_takes_a_signature_back_in_either_base64_alphabet() -> None:
+    """google-genai decodes a signature to bytes and sends it back URL-safe."""
+
+    def urlsafe(data: dict[str, Any]) -> None:
+        data["thoughtSignature"] = data["thoughtSignature"].replace("+", "-").replace("/", "_")
+
+    assert _round_trip("gemini", lambda response: _forge(response, urlsafe)).status == 200
+
+
+def test_gemini_thinking_stream_has_the_gemini_3_shape() -> None:
+    engine = Engine()
+    request = _request("gemini")
+    wire = get_wire_format("gemini")
+    body = json.dumps(wire.encode_request(request, stream=True, api_key=None).json).encode()
+    exchange = engine.handle("POST", f"/v1beta/models/{SCENARIO}:streamGenerateContent", body)
+    chunks = [json.loads(chunk.decode().removeprefix("data: ")) for chunk in exchange.chunks]
+    candidates = [chunk["candidates"][0] for chunk in chunks]
+    call_chunk, last = candidates[-2], candidates[-1]
+    assert "thoughtSignature" in call_chunk["content"]["parts"][0] and "finishReason" not in call_chunk
+    assert last["content"]["parts"] == [{"text": ""}] and last["finishReason"] == "STOP"

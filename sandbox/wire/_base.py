@@ -246,11 +246,11 @@ class WireFormat(ABC):
     # -- reasoning (fake side; a scenario that plays a reasoning model) -------------------------
 
     def reasoning_parts(
-        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
     ) -> list[Reasoning]:
         """The reasoning this provider sends before the rest of turn `seed` of a reasoning scenario,
-        given what the model `thought`; none where the provider sends none (Chat Completions) or the
-        request did not ask for it."""
+        given what the model `thought` (`acting`: the turn calls tools); none where the provider sends
+        none (Chat Completions) or the request did not ask for it."""
         return []
 
     def check_reasoning(

@@ -516,7 +516,7 @@ class Anthropic(WireFormat):
         return "toolu_01" + stable_token(seed, 22, BASE58)
 
     def reasoning_parts(
-        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
     ) -> list[Reasoning]:
         return thinking_blocks(seed, thought, conversation, redacted=redacted)
 

@@ -135,7 +135,7 @@ class OpenAIResponses(WireFormat):
         )
 
     def reasoning_parts(
-        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
     ) -> list[Reasoning]:
         return [reasoning_item(seed, thought, conversation)]
 
