@@ -181,6 +181,19 @@ def test_only_the_generated_scenarios_catch_a_loop_that_answers_three_calls_a_tu
     assert names_rule(out, lesson_for(Rule.MISSING_RESULT))
 
 
+def test_a_generated_failure_that_does_not_happen_again_still_fails(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Timing varies between runs: a turn run one at a time once is reported, even if its replay overlaps."""
+    marker = tmp_path / "ran-once"
+    argv = ["8", "--wire", "openai", "--", *LOOP, "--mistake", "sequential_once", "--marker", str(marker)]
+    status, out = grade(capsys, *argv)
+    assert status == 1
+    assert marker.exists()
+    assert "FAILED 08_async: any_task_runs_each_turn_concurrently[generated-openai]" in out
+    assert "one at a time" in out
+
+
 @pytest.mark.skipif(os.name != "posix", reason="process groups and /proc are POSIX")
 def test_a_program_that_hangs_is_killed_with_everything_it_started(
     capsys: pytest.CaptureFixture[str], tmp_path: Path

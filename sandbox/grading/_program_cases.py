@@ -85,7 +85,7 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("the_report_names_the_bound_and_the_calls", "runaway_empty", "report"),
         Case("the_report_names_the_bound_and_the_calls", "six_rounds", "report"),
         Case("a_legitimate_task_still_finishes", "multi_step", "answer"),
-        Case("any_runaway_is_reported", "generated", "report", generated="runaways", options={"identifiers": True}),
+        Case("any_runaway_is_reported", "generated", "report", generated="runaways"),
     ),
     "05_streaming": (
         Case("streams_every_turn", "plain_text", "answer", stream=True),

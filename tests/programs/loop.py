@@ -20,7 +20,7 @@ BASE = os.environ["SANDBOX_BASE_URL"]
 WIRE = os.environ["SANDBOX_WIRE"]
 MISTAKE = sys.argv[sys.argv.index("--mistake") + 1] if "--mistake" in sys.argv else ""
 """unbounded, assistant_text, no_sequence, no_stream, sequential, tool_error_exits, caps_calls_at_three,
-swallows_provider_errors."""
+swallows_provider_errors, sequential_once (with --marker PATH)."""
 STREAM = os.environ["SANDBOX_STREAM"] == "1" and MISTAKE != "no_stream"
 
 
@@ -139,6 +139,20 @@ def anthropic_result(call: dict[str, Any], output: str, is_error: bool) -> list[
     return [{"role": "user", "content": [block]}]
 
 
+def sequential() -> bool:
+    """`sequential`: always. `sequential_once`: on the first generated scenario only (a marker file
+    remembers), as a loop whose timing varies from run to run."""
+    if MISTAKE == "sequential":
+        return True
+    if MISTAKE != "sequential_once" or not os.environ["SANDBOX_MODEL"].startswith("generated_"):
+        return False
+    marker = sys.argv[sys.argv.index("--marker") + 1]
+    if os.path.exists(marker):
+        return False
+    open(marker, "w").close()
+    return True
+
+
 # -- the loop ----------------------------------------------------------------------------------------
 
 
@@ -167,7 +181,7 @@ def complete() -> str:
             messages.append({"role": "assistant", "content": text(message) or "..."})
         else:
             messages.append(message)
-        with ThreadPoolExecutor(max_workers=1 if MISTAKE == "sequential" else len(calls)) as pool:
+        with ThreadPoolExecutor(max_workers=1 if sequential() else len(calls)) as pool:
             outputs = list(pool.map(run, calls))
         for call, (output, is_error) in zip(calls, outputs, strict=True):
             history.append(call["name"])
