@@ -118,6 +118,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         harness = _Harness(session.config, refs)
         session.config.stash[_HARNESS] = harness
         session.config.pluginmanager.register(harness, "sandbox-challenges")
+        harness.implementations.start()
 
 
 @pytest.fixture
@@ -241,12 +242,19 @@ class _Harness:
     def _roots(self) -> set[Path]:
         return {ref.folder.parent for ref in self.refs.values() if (ref.folder.parent / HINTS_FILE).is_file()}
 
-    def pytest_sessionfinish(self) -> None:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Every worker and whatever it started is dead before the last word is written: nothing the
+        # learner's code left behind can rewrite the report afterwards.
+        self.implementations.close()
         if self.report is not None:
             self.report.write()
         if self.impl_dir is None:
             self._save_progress()
-        self.implementations.unload_all()
+        if session.exitstatus == pytest.ExitCode.OK and any(
+            tally.failed or tally.not_started or tally.total < tally.collected for tally in self._tallies().values()
+        ):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _save_progress(self) -> None:
         """Record each challenge graded in full, with a digest of its exercise, for `sandbox list`."""
