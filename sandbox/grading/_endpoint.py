@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._engine import DEFAULT_MAX_BODY, Exchange
+from .._engine import DEFAULT_MAX_BODY
 
 __all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 
@@ -34,7 +34,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Payload Too L
 class Door(Protocol):
     """What one conversation serves: model requests, and tool runs."""
 
-    def model(self, method: str, path: str, body: bytes) -> Exchange: ...
+    def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]: ...
 
     def tool(self, payload: Any) -> Awaitable[Mapping[str, Any]]: ...
 
@@ -153,8 +153,8 @@ class Endpoint:
             except (ValueError, RecursionError):
                 return _json(400, {"error": {"message": "sandbox: a tool run takes a JSON body"}})
             return _json(200, dict(await door.tool(payload)))
-        exchange = door.model(method, rest, body)
-        return _Reply(exchange.status, exchange.headers, exchange.chunks)
+        status, headers, content = door.model(method, rest, body)
+        return _Reply(status, headers, (content,))
 
 
 def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:

@@ -12,6 +12,7 @@ chain; the grader rebuilds it as a `RemoteError` whose class prints under the le
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import enum
 import reprlib
@@ -162,6 +163,14 @@ def _error(error: BaseException, source: Path, tag: Callable[[BaseException], Ma
     data: dict[str, Any] = {
         "type": type(error).__qualname__,
         "module": type(error).__module__,
+        "builtin": next(
+            (
+                cls.__name__
+                for cls in type(error).__mro__
+                if cls.__module__ == "builtins" and issubclass(cls, Exception)
+            ),
+            "Exception",
+        ),
         "message": message[:_MESSAGE],
         "frames": frames,
         **tag(error),
@@ -177,15 +186,41 @@ def _error(error: BaseException, source: Path, tag: Callable[[BaseException], Ma
 class RemoteError(Exception):
     """An exception raised by learner code in its own process, rebuilt from data.
 
-    Its class prints as the learner's (`KeyError: 'get_time'`, `json.decoder.JSONDecodeError: ...`);
-    `frames` holds the frames of the learner's own file, for the traceback a learner is shown.
+    Its class prints as the learner's (`KeyError: 'get_time'`, `json.decoder.JSONDecodeError: ...`) and
+    derives from the nearest built-in exception of the original (`ValueError` for a JSONDecodeError),
+    so `isinstance(error, RuntimeError)` means what it meant; `frames` holds the frames of the learner's
+    own file, for the traceback a learner is shown.
     """
 
     frames: list[traceback.FrameSummary]
     flags: dict[str, bool]
 
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.message = message
+        self.frames = []
+        self.flags = {}
 
-_REMOTE: dict[tuple[str, str], type[RemoteError]] = {}
+    def __str__(self) -> str:
+        return self.message
+
+
+_REMOTE: dict[tuple[str, str, str], type[RemoteError]] = {}
+
+
+def _remote_class(module: str, qualname: str, builtin: str) -> type[RemoteError]:
+    name = qualname.rsplit(".", 1)[-1]
+    base = getattr(builtins, builtin, None) if builtin.isidentifier() else None
+    bases: tuple[type, ...] = (RemoteError,)
+    if isinstance(base, type) and issubclass(base, Exception) and base is not Exception:
+        bases = (RemoteError, base)
+    try:
+        cls = type(name if name.isidentifier() else "Exception", bases, {"__qualname__": qualname})
+    except TypeError:  # a layout conflict: keep the name, lose the base
+        cls = type(name if name.isidentifier() else "Exception", (RemoteError,), {"__qualname__": qualname})
+    cls.__module__ = module
+    _REMOTE[(module, qualname, builtin)] = cls
+    return cls
 
 
 def error_from_data(data: Any, *, depth: int = 0) -> RemoteError:
@@ -194,13 +229,14 @@ def error_from_data(data: Any, *, depth: int = 0) -> RemoteError:
         data = {}
     qualname = str(data.get("type", "Exception"))
     module = str(data.get("module", "builtins"))
-    cls = _REMOTE.get((module, qualname))
-    if cls is None:
-        name = qualname.rsplit(".", 1)[-1]
-        cls = type(name if name.isidentifier() else "Exception", (RemoteError,), {"__qualname__": qualname})
-        cls.__module__ = module
-        _REMOTE[(module, qualname)] = cls
-    error = cls(str(data.get("message", "")))
+    builtin = str(data.get("builtin", "Exception"))
+    cls = _REMOTE.get((module, qualname, builtin)) or _remote_class(module, qualname, builtin)
+    message = str(data.get("message", ""))
+    try:
+        error = cls(message)
+    except Exception:  # noqa: BLE001 - a built-in base that wants other arguments
+        cls = _REMOTE[(module, qualname, builtin)] = _remote_class(module, qualname, "Exception")
+        error = cls(message)
     error.frames = [
         traceback.FrameSummary(str(filename), int(lineno), str(name), line=str(line))
         for filename, lineno, name, line in _frames(data.get("frames"))

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 from .. import _collect, skyl
 from ..wire import get_wire_format
+from ._awaited import HandedOut
 from ._endpoint import TOOLS_PATH
 from ._load import ImplementationError, load_implementation
 from ._loopback import AsyncConnections, Connections
@@ -288,10 +289,12 @@ class _Call:
         self.connections = worker.connections(self.base)
         self.async_connections = AsyncConnections(self.base) if self.asynchronous else None
         self.tool_errors: list[BaseException] = []
-        self.handed_out: list[Coroutine[Any, Any, str]] = []
+        self.handed_out = HandedOut()
+        """The coroutines of `run`; the async client keeps its own."""
         self.request: skyl.Request | None = None
         self.stream: _WatchedStream | None = None
         self.clients: list[skyl.Client] = []
+        self.async_clients: list[_NotingAsyncClient] = []
 
     def run(self) -> dict[str, Any]:
         function = getattr(self.worker.module, self.message["function"])
@@ -313,10 +316,8 @@ class _Call:
         sys.setrecursionlimit(max(self.worker._recursion, 1000))
         if self.request is not None:
             reply["messages"] = to_data(self.request.messages)
-        waiting = [c for c in self.handed_out if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
-        for coroutine in waiting:
-            coroutine.close()
-        reply["never_awaited"] = len(waiting)
+        reply["never_awaited"] = self.handed_out.close_unawaited()
+        reply["client_never_awaited"] = sum(client.handed_out.close_unawaited() for client in self.async_clients)
         if self.stream is not None:
             reply["stream_finished"] = self.stream.finished
         return reply
@@ -359,9 +360,11 @@ class _Call:
     def _client(self) -> skyl.Client | skyl.AsyncClient:
         if self.asynchronous:
             assert self.async_connections is not None
-            return _NotingAsyncClient(
+            client = _NotingAsyncClient(
                 self.provider, base_url=self._base_url(), transport=self.async_connections.transport(), note=self._sent
             )
+            self.async_clients.append(client)
+            return client
         return self._sync_client()
 
     def _sync_client(self) -> skyl.Client:
@@ -380,9 +383,7 @@ class _Call:
         return self._answer(self.connections.post_json(self.token_path + TOOLS_PATH, {"call": to_data(call)}))
 
     def _async_run(self, call: skyl.ToolCall) -> Coroutine[Any, Any, str]:
-        coroutine = self._run_async(call)
-        self.handed_out.append(coroutine)
-        return coroutine
+        return self.handed_out.keep(self._run_async(call))
 
     async def _run_async(self, call: skyl.ToolCall) -> str:
         _check_call(call)
@@ -416,9 +417,15 @@ class _NotingClient(skyl.Client):
 
 
 class _NotingAsyncClient(skyl.AsyncClient):
+    """Also keeps the coroutines of `complete`, so that one never awaited is reported."""
+
     def __init__(self, provider: str, *, note: Callable[[skyl.Request, bool], None], **kwargs: Any) -> None:
         super().__init__(provider, **kwargs)
         self._note = note
+        self.handed_out = HandedOut()
+
+    def complete(self, request: skyl.Request) -> Coroutine[Any, Any, skyl.Response]:
+        return self.handed_out.keep(super().complete(request))
 
     def _prepare(self, request: skyl.Request, *, stream: bool) -> tuple[str, bytes, dict[str, str]]:
         prepared = super()._prepare(request, stream=stream)
