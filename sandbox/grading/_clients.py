@@ -9,8 +9,9 @@ bytes match what the sandbox received.)
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -19,11 +20,39 @@ from .._types import Message, Request, Response
 from ..skyl import AsyncClient, Client
 from ..wire import get_wire_format
 from ..wire._sse import SSEParser
+from ._marshal import read_value
 
-__all__ = ["RecordingAsyncClient", "RecordingClient", "Sent", "StreamHandle", "reference_turn"]
+__all__ = ["RecordingAsyncClient", "RecordingClient", "Sent", "StreamHandle", "body_digest", "reference_turn"]
 
-Sent = dict[bytes, tuple[Message, ...]]
-"""Request body -> the messages the client encoded into it."""
+
+class Sent(dict[bytes, tuple[Message, ...]]):
+    """Request body -> the messages the client encoded into it.
+
+    The learner's client, in its worker, notes each request it encodes: the digest of the body and the
+    messages, as data. Notes are read (rebuilt into messages) only when a verdict asks for that body.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._notes: dict[str, Any] = {}
+
+    def note(self, digest: str, messages: Any) -> None:
+        self._notes[digest] = messages
+
+    def get(self, body: bytes, default: Any = None) -> Any:
+        if body in self:
+            return self[body]
+        data = self._notes.pop(body_digest(body), None)
+        if not isinstance(data, list):
+            return default
+        messages = tuple(read_value(message) for message in data)
+        self[body] = messages
+        return messages
+
+
+def body_digest(body: bytes) -> str:
+    """How a worker's note names the request body it describes."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
 class RecordingClient(Client):

@@ -86,7 +86,7 @@ class Dialogue(Verdicts):
         if refuse is not None:
             self.transport = self.refusing = RefusingTransport(self.transport, provider, refuse)
         self.journal = self.transport.journal
-        self.sent: Sent = {}
+        self.sent = Sent()
         self.client: RecordingClient | RecordingAsyncClient
         self.probe: ConcurrencyProbe | None = None
         self.run: Callable[[ToolCall], Any]
@@ -188,11 +188,10 @@ class Dialogue(Verdicts):
             "mode": self.mode,
             "take_away": TAKEN_AWAY["collect_stream"],
         }
-        notes: list[dict[str, Any]] = []
         reply: dict[str, Any] | None = None
         ended = ""
         try:
-            reply = worker.request(message, seconds, notes)
+            reply = worker.request(message, seconds)
         except TimedOut:
             pass  # failing outside the except block keeps the grader's exception out of the report
         except WorkerDied as died:
@@ -200,7 +199,6 @@ class Dialogue(Verdicts):
         finally:
             self.owner.endpoint.close_door(base)
             show_output(worker)
-        self._believe(notes)
         if reply is None:
             self.owner.discard_worker()
             if not ended:
@@ -219,7 +217,7 @@ class Dialogue(Verdicts):
         if argument is self.client:
             return {"kind": "client"}
         if argument is self.run:
-            return {"kind": "run"}
+            return {"kind": "run", "tools": self._tools() if self.probe is None else None}
         if argument is self.request:
             return {"kind": "request", "value": to_data(self.request)}
         if isinstance(argument, StreamHandle):
@@ -227,17 +225,26 @@ class Dialogue(Verdicts):
         return {"kind": "value", "value": to_data(argument)}
 
     def _believe(self, notes: list[dict[str, Any]]) -> None:
-        """Record what the learner's client says it encoded, if it encodes to the very bytes received."""
+        """Keep what the learner's client says it encoded: shown in transcripts, and read for what the
+        wire does not carry (a result the learner marked as an error). Verdicts on the conversation
+        itself read what the sandbox parsed from the bytes it received."""
         for note in notes:
-            try:
-                request = from_data(note.get("request"))
-                if isinstance(request, Request):
-                    self.client._prepare(request, stream=bool(note.get("stream")))
-            except Exception:  # noqa: BLE001 - a note that does not re-encode is not believed
-                continue
+            if isinstance(note, dict) and isinstance(note.get("digest"), str):
+                self.sent.note(note["digest"], note.get("messages"))
+
+    def _tools(self) -> dict[str, Any]:
+        """What a synchronous `run` answers, for the worker to answer itself: as `output()` does, with no
+        round trip to the grader (nothing is judged on when a synchronous tool ran)."""
+        return {
+            "outputs": dict(self.scenario.tool_outputs),
+            "failing": self.failing,
+            "unknown": sorted(self.unknown_tools),
+        }
 
     def _outcome(self, reply: dict[str, Any]) -> Outcome:
         __tracebackhide__ = True
+        if isinstance(reply.get("sent"), list):
+            self._believe(reply["sent"])
         if isinstance(reply.get("messages"), list):
             self.request.messages = [read_value(message) for message in reply["messages"]]
         self.stream_finished = reply.get("stream_finished") is True

@@ -283,24 +283,16 @@ class Worker:
         """The learner module's callables, and whether each is `async def`: set once it is loaded."""
         self.alive = True
 
-    def request(
-        self, message: dict[str, Any], seconds: float, notes: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
-        """Send `message`, and return the answer. Notes sent meanwhile go into `notes`.
-
-        Raises `TimedOut` (the worker is killed) or `WorkerDied`."""
+    def request(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
+        """Send `message`, and return the answer. Raises `TimedOut` (the worker is killed) or `WorkerDied`."""
         try:
             send(self._connection, message)
         except OSError:
             raise WorkerDied(self._death()) from None
         deadline = time.monotonic() + seconds
         while True:
-            while self._pending:
-                reply = self._pending.pop(0)
-                if reply.get("op") != "sent":
-                    return reply
-                if notes is not None:
-                    notes.append(reply)
+            if self._pending:
+                return self._pending.pop(0)
             left = deadline - time.monotonic()
             if left <= 0:
                 self.kill()

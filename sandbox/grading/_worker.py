@@ -36,8 +36,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import _collect, skyl
+from .._scenario import Call
 from ..wire import get_wire_format
 from ._awaited import HandedOut
+from ._clients import body_digest
 from ._endpoint import TOOLS_PATH
 from ._load import ImplementationError, load_implementation
 from ._loopback import AsyncConnections, Connections
@@ -272,9 +274,6 @@ class Worker:
             self._connections[key] = Connections(base)
         return self._connections[key]
 
-    def note(self, message: dict[str, Any]) -> None:
-        send(self.connection, message)
-
 
 class _Call:
     """One call of a learner's function, with the arguments the grader described."""
@@ -294,6 +293,10 @@ class _Call:
         self.request: skyl.Request | None = None
         self.stream: _WatchedStream | None = None
         self.clients: list[skyl.Client] = []
+        self.tools: dict[str, Any] = {}
+        self.encoded: dict[int, tuple[Any, Any]] = {}
+        self.sent: list[dict[str, Any]] = []
+        """What the clients encoded, sent with the answer: the grader reads it only after the call."""
         self.async_clients: list[_NotingAsyncClient] = []
 
     def run(self) -> dict[str, Any]:
@@ -316,6 +319,7 @@ class _Call:
         sys.setrecursionlimit(max(self.worker._recursion, 1000))
         if self.request is not None:
             reply["messages"] = to_data(self.request.messages)
+        reply["sent"] = self.sent
         reply["never_awaited"] = self.handed_out.close_unawaited()
         reply["client_never_awaited"] = sum(client.handed_out.close_unawaited() for client in self.async_clients)
         if self.stream is not None:
@@ -343,7 +347,10 @@ class _Call:
         if kind == "client":
             return self._client()
         if kind == "run":
-            return self._async_run if self.asynchronous else self._run
+            if self.asynchronous:
+                return self._async_run
+            self.tools = spec["tools"]
+            return self._run
         if kind == "request":
             self.request = from_data(spec["value"])
             return self.request
@@ -374,13 +381,31 @@ class _Call:
         self.clients.append(client)
         return client
 
-    def _sent(self, request: skyl.Request, stream: bool) -> None:
-        """Tell the grader what the client encoded; it believes only what re-encodes to the bytes it got."""
-        self.worker.note({"op": "sent", "request": to_data(request), "stream": stream})
+    def _sent(self, body: bytes, request: skyl.Request) -> None:
+        """Note which messages the client encoded into `body` (named by its digest), for the grader."""
+        messages = [self._message_data(message) for message in request.messages]
+        self.sent.append({"digest": body_digest(body), "messages": messages})
+
+    def _message_data(self, message: Any) -> Any:
+        """A message as data, once per message object: a loop resends its whole history every round."""
+        known = self.encoded.get(id(message))
+        if known is None or known[0] is not message:
+            known = self.encoded[id(message)] = (message, to_data(message))
+        return known[1]
 
     def _run(self, call: skyl.ToolCall) -> str:
+        """The synchronous tool: answered here from the grader's table, as `Dialogue.output` would."""
         _check_call(call)
-        return self._answer(self.connections.post_json(self.token_path + TOOLS_PATH, {"call": to_data(call)}))
+        key = repr(Call(call.name, dict(call.arguments)))
+        if call.name in self.tools["unknown"] or key in self.tools["failing"]:
+            error: Exception = (
+                KeyError(call.name) if call.name in self.tools["unknown"] else RuntimeError(self.tools["failing"][key])
+            )
+            self.tool_errors.append(error)
+            raise error
+        if key not in self.tools["outputs"]:
+            raise LookupError(f"run() was given {key}, which the model did not ask for.")
+        return str(self.tools["outputs"][key])
 
     def _async_run(self, call: skyl.ToolCall) -> Coroutine[Any, Any, str]:
         return self.handed_out.keep(self._run_async(call))
@@ -406,20 +431,20 @@ def _check_call(call: object) -> None:
 
 
 class _NotingClient(skyl.Client):
-    def __init__(self, provider: str, *, note: Callable[[skyl.Request, bool], None], **kwargs: Any) -> None:
+    def __init__(self, provider: str, *, note: Callable[[bytes, skyl.Request], None], **kwargs: Any) -> None:
         super().__init__(provider, **kwargs)
         self._note = note
 
     def _prepare(self, request: skyl.Request, *, stream: bool) -> tuple[str, bytes, dict[str, str]]:
         prepared = super()._prepare(request, stream=stream)
-        self._note(request, stream)
+        self._note(prepared[1], request)
         return prepared
 
 
 class _NotingAsyncClient(skyl.AsyncClient):
     """Also keeps the coroutines of `complete`, so that one never awaited is reported."""
 
-    def __init__(self, provider: str, *, note: Callable[[skyl.Request, bool], None], **kwargs: Any) -> None:
+    def __init__(self, provider: str, *, note: Callable[[bytes, skyl.Request], None], **kwargs: Any) -> None:
         super().__init__(provider, **kwargs)
         self._note = note
         self.handed_out = HandedOut()
@@ -429,7 +454,7 @@ class _NotingAsyncClient(skyl.AsyncClient):
 
     def _prepare(self, request: skyl.Request, *, stream: bool) -> tuple[str, bytes, dict[str, str]]:
         prepared = super()._prepare(request, stream=stream)
-        self._note(request, stream)
+        self._note(prepared[1], request)
         return prepared
 
 
