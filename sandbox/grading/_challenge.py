@@ -15,7 +15,7 @@ from ._dialogue import TAKEN_AWAY, Dialogue
 from ._endpoint import Endpoint
 from ._load import ImplementationError
 from ._probe import WAIT
-from ._runner import TimedOut, Worker, WorkerDied, Zygote, shared_zygote, show_output
+from ._runner import TimedOut, Worker, WorkerDied, WorkerError, Zygote, shared_zygote, show_output
 
 __all__ = ["Challenge", "Deadlines", "Implementations", "LearnerFunction", "take_away_collect_stream"]
 
@@ -59,7 +59,7 @@ class Implementations:
         self._failed: dict[Path, ImplementationError] = {}
 
     def start(self) -> None:
-        """Start the zygote now: its start-up overlaps the rest of pytest's."""
+        """Start the zygote now: its start-up overlaps the rest of pytest's. Raises `WorkerError`."""
         if self._zygote is None:
             self._zygote = shared_zygote()
 
@@ -151,7 +151,7 @@ class Challenge:
         __tracebackhide__ = True
         try:
             return self._implementations.get(self.source, self.shown_as, self._deadlines.seconds)
-        except ImplementationError as error:
+        except (ImplementationError, WorkerError) as error:
             problem = str(error)
         # Failing outside the except block: inside it, pytest would print the message twice, joined by
         # "During handling of the above exception".

@@ -85,6 +85,11 @@ class Zygote:
     """The process that forks workers (see `_worker`). Start it early: it imports skyl once for all."""
 
     def __init__(self) -> None:
+        if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
+            raise WorkerError(
+                "grading runs learner code in worker processes, which needs a POSIX system: Linux, macOS, or "
+                "WSL on Windows."
+            )
         self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-")
         home = Path(self._home.name)
         # The only thing on the workers' path: the package, not the folder around it (solutions/, tests/).

@@ -59,6 +59,8 @@ _TOOL_ERRORS: dict[str, type[Exception]] = {
     "TypeError": TypeError,
 }
 _PR_SET_CHILD_SUBREAPER = 36
+_DEPTH = 1000
+"""The recursion limit the worker's own code needs to answer, whatever the learner's code set."""
 
 
 # -- the zygote -------------------------------------------------------------------------------------------
@@ -231,7 +233,6 @@ class Worker:
         self.module: ModuleType | None = None
         self.source = Path()
         self._connections: dict[str, Connections] = {}
-        self._recursion = sys.getrecursionlimit()
 
     def serve(self) -> None:
         buffer, pending = FrameBuffer(), list[dict[str, Any]]()
@@ -243,7 +244,7 @@ class Worker:
                 reply = self._load(message)
             else:
                 reply = self._call(message)
-            sys.setrecursionlimit(max(self._recursion, 1000))
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), _DEPTH))
             try:
                 send(self.connection, reply)
             except (BrokenFrame, ValueError, TypeError, RecursionError) as exc:
@@ -316,7 +317,7 @@ class _Call:
                 restore()
             for client in self.clients:
                 client.close()
-        sys.setrecursionlimit(max(self.worker._recursion, 1000))
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), _DEPTH))
         if self.request is not None:
             reply["messages"] = to_data(self.request.messages)
         reply["sent"] = self.sent
