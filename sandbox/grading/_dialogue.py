@@ -147,8 +147,12 @@ class Dialogue(Verdicts):
     def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
         """One model request from the learner's client: answered by this dialogue's transport (the sandbox,
         or a provider refusing it), journaled there."""
-        response = self.transport.handle_request(httpx.Request(method, f"http://sandbox{path}", content=body))
-        return response.status_code, dict(response.headers), response.read()
+        if self.refusing is not None:
+            response = self.refusing.handle_request(httpx.Request(method, f"http://sandbox{path}", content=body))
+            return response.status_code, dict(response.headers), response.read()
+        exchange = self.transport.engine.handle(method, path, body)
+        self.journal.append(exchange)
+        return exchange.status, exchange.headers, exchange.body
 
     async def tool(self, payload: Any) -> dict[str, Any]:
         """One `run(call)` from the learner's code: the output, or the error the tool raises."""
