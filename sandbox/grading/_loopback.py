@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -106,6 +108,24 @@ class Connections:
             connection.close()
 
 
+class _Frames(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body in the pieces it was sent in: a stream one server-sent event at a time, as the
+    sandbox's own doors deliver it, so the client's parser never scans one long buffer."""
+
+    def __init__(self, content: bytes) -> None:
+        self._pieces = [piece for piece in _EVENT_END.split(content) if piece]
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._pieces
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self._pieces:
+            yield piece
+
+
+_EVENT_END = re.compile(rb"(?<=\n\n)|(?<=\r\n\r\n)")
+
+
 class _Transport(httpx.BaseTransport):
     def __init__(self, connections: Connections) -> None:
         self._connections = connections
@@ -117,7 +137,7 @@ class _Transport(httpx.BaseTransport):
             )
         except OSError as exc:
             raise httpx.ConnectError(str(exc), request=request) from None
-        return httpx.Response(status, headers=headers, content=content, request=request)
+        return httpx.Response(status, headers=headers, stream=_Frames(content), request=request)
 
 
 class AsyncConnections:
@@ -187,4 +207,4 @@ class _AsyncTransport(httpx.AsyncBaseTransport):
             )
         except (OSError, asyncio.IncompleteReadError) as exc:
             raise httpx.ConnectError(str(exc), request=request) from None
-        return httpx.Response(status, headers=headers, content=content, request=request)
+        return httpx.Response(status, headers=headers, stream=_Frames(content), request=request)
