@@ -24,8 +24,11 @@ def thinking(talk: Dialogue) -> Dialogue:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("scenario", ["parallel_calls_reasoning", "multi_step_reasoning"])
-@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+@pytest.mark.parametrize(
+    ("stream", "scenario"),
+    [(False, "multi_step_reasoning"), (True, "multi_step_reasoning"), (True, "parallel_calls_reasoning")],
+    ids=["complete-multi_step_reasoning", "stream-multi_step_reasoning", "stream-parallel_calls_reasoning"],
+)
 def test_complete_keeps_the_whole_turn(challenge: Challenge, stream: bool, scenario: str, provider: str) -> None:
     complete = challenge.function("complete")
     talk = thinking(challenge.dialogue(scenario, provider))
