@@ -21,6 +21,7 @@ from .._scenario import Scenario
 from .._transport import Journal
 from .._types import ToolCall
 from ._checks import EXPECT_ERROR, missing_from_report
+from ._clients import Sent
 from ._contract import environment
 from ._dialogue import BUDGET
 from ._feedback import Feedback
@@ -95,7 +96,7 @@ class ProgramDialogue(Verdicts):
         refusals are not journaled: the journal holds what the provider accepted."""
         self.requests = 0
         self.refused = 0
-        self.sent = {}
+        self.sent = Sent()
         self.function = "your program"
         self.source = Path(".")
 

@@ -47,7 +47,7 @@ def sent_messages(exchange: Exchange) -> tuple[Message, ...] | None:
 
 def read_sent(exchanges: list[Exchange]) -> Sent:
     """Request body -> messages, for every request whose messages can be read."""
-    sent: Sent = {}
+    sent = Sent()
     for exchange in exchanges:
         messages = sent_messages(exchange)
         if messages is not None:

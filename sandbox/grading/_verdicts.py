@@ -65,14 +65,11 @@ class Verdicts:
         A request whose messages are unknown (a program's body too malformed to read) is not compared:
         the provider's own error speaks for it."""
         __tracebackhide__ = True
-        sizes = [
-            len(exchange.conversation.messages)
-            if exchange.conversation is not None
-            else len(self.sent[exchange.request_body])
-            if exchange.request_body in self.sent
-            else None
-            for exchange in self.journal
-        ]
+        sizes: list[int | None] = []
+        for exchange in self.journal:
+            messages = exchange.conversation.messages if exchange.conversation is not None else None
+            messages = messages if messages is not None else self.sent.get(exchange.request_body)
+            sizes.append(len(messages) if messages is not None else None)
         for number in range(1, len(sizes)):
             before, now = sizes[number - 1], sizes[number]
             if before is not None and now is not None and now <= before:
