@@ -106,7 +106,7 @@ def _answers(wire: WireFormat, conversation: Conversation, index: int, expected:
         if echoed_id not in answers:
             raise wire.error(
                 400,
-                f"sandbox: the tool call {_describe(call)} in {conversation.paths[index]} has no result "
+                f"sandbox: the tool call {_describe(wire, call)} in {conversation.paths[index]} has no result "
                 "before the next model turn. Append one tool result per call, right after the turn "
                 "that made them; a call with no result should get an error result, never silence.",
                 rule=Rule.MISSING_RESULT,
@@ -131,7 +131,7 @@ def _compare(
     if _same_calls(wire, echoed, expected):
         return
     where = conversation.paths[index]
-    sent = ", ".join(_describe(call) for call in expected) or "no tool calls (its final answer)"
+    sent = ", ".join(_describe(wire, call) for call in expected) or "no tool calls (its final answer)"
     if expected and not echoed:
         detail = (
             "it has no tool calls. A real provider accepts this, but the model has lost its own calls "
@@ -139,7 +139,7 @@ def _compare(
             "text-only reconstruction such as skyl.assistant_text(resp.text())."
         )
     else:
-        got = ", ".join(_describe(call) for call in echoed) or "no tool calls"
+        got = ", ".join(_describe(wire, call) for call in echoed) or "no tool calls"
         detail = (
             f"it has {got}. Append each response's message exactly once, unchanged, in the order the responses arrived."
         )
@@ -165,9 +165,11 @@ def _same_calls(wire: WireFormat, echoed: list[ToolCall], expected: list[ToolCal
     return True
 
 
-def _describe(call: ToolCall) -> str:
+def _describe(wire: WireFormat, call: ToolCall) -> str:
+    """The call as a learner would recognise it; its id only where the wire carries one (Gemini's
+    calls have none, and naming the sandbox's internal placeholder would point at nothing)."""
     args = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
-    return f"{call.name}({args}) [id {call.id}]"
+    return f"{call.name}({args}) [id {call.id}]" if wire.has_call_ids else f"{call.name}({args})"
 
 
 def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, index: int | None) -> WireError:

@@ -62,6 +62,7 @@ _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 class Gemini(WireFormat):
     name = "gemini"
     base_url = "https://generativelanguage.googleapis.com"
+    media_type = "application/json; charset=UTF-8"  # reference B.7, like its error bodies
     has_call_ids = False
     error_kind_key = "status"
 
