@@ -42,7 +42,8 @@ class SandboxApp:
             exchange = self.engine.refuse_oversized(scope["method"], path, size)
         else:
             client = scope.get("client")
-            exchange = self.engine.handle(scope["method"], path, body, client=client[0] if client else "")
+            sender = f"{client[0]}:{client[1]}" if client else ""  # the connection: see the repeat guard
+            exchange = self.engine.handle(scope["method"], path, body, client=sender)
         await _send(send, exchange.status, exchange.headers, exchange.chunks)
 
     def _health(self) -> bytes:

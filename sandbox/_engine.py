@@ -9,6 +9,7 @@ Every failure is a provider-shaped error; nothing here raises to the door.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 import time
@@ -20,17 +21,24 @@ from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
 from ._replay import render_turn, replay
 from ._scenario import Scenario
+from ._types import ToolCall
 from ._wrong_path import wrong_path
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
 from .wire._sse import dumps, to_bytes
 
-__all__ = ["DEFAULT_BUDGET", "Engine", "Exchange"]
+__all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key"]
 
 DEFAULT_BUDGET = 50
 """Model requests one conversation may make before the sandbox stops it as a runaway."""
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 _REPEAT_WINDOW = 2.0
 """Seconds: identical requests closer together than this count toward the budget as one runaway."""
+MAX_MESSAGES = 4096
+"""Messages (neutral: one per tool result) in one request. [INF] A sandbox limit, not a provider's:
+a conversation within the budget of 50 turns needs a small fraction of it, and it keeps the cost of
+one request bounded."""
+MAX_CALLS_PER_TURN = 512
+"""Tool calls in one assistant turn. [INF] A sandbox limit; no scripted turn comes near it."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,7 @@ class Engine:
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
             conversation = wire.parse_request(body, path_model=found.model, path_stream=found.stream)
+            _check_size(wire, conversation)
             return self._answer(method, path, body, wire, conversation, client, digest)
         except WireError as error:
             return _error_exchange(method, path, body, wire, error, conversation, digest)
@@ -161,9 +170,10 @@ class Engine:
     ) -> Exchange:
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         self._check_tools(wire, scenario, conversation)
+        turns = sum(1 for message in conversation.messages if message.role == "assistant")
+        if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
+            raise _budget_error(wire, scenario, self.budget, turns)
         position = replay(wire, scenario, conversation)
-        if position.step >= self.budget:
-            raise _budget_error(wire, scenario, self.budget, position.step)
         repeats = self._repeats.count(_fingerprint(client, path, body))
         if repeats > self.budget:
             raise _repeat_error(wire, scenario, self.budget, repeats)
@@ -223,6 +233,47 @@ def _request_digest(method: str, path: str, body: bytes) -> str:
     is the same for the same request on every run and differs between any two requests."""
     key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
     return hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+def caller_key() -> str:
+    """Who is asking, for an in-process door: the calling thread, and the asyncio task within it.
+
+    The repeat guard counts identical requests per caller, so that 64 threads of one test suite
+    sending the same first request are 64 callers, while a loop resending one request is one.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop running in this thread
+        task = None
+    thread = f"thread:{threading.get_ident()}"
+    return thread if task is None else f"{thread}/task:{id(task)}"
+
+
+def _check_size(wire: WireFormat, conversation: Conversation) -> None:
+    """The sandbox's limits on one request, so that no single request can hold the engine for long."""
+    messages = conversation.messages
+    if len(messages) > MAX_MESSAGES:
+        raise wire.error(
+            400,
+            f"sandbox: this request holds {len(messages)} messages (tool results count one each); the "
+            f"sandbox accepts at most {MAX_MESSAGES}. A conversation that long is a loop that never "
+            "stopped: bound the loop (about 5 rounds), and start a new conversation for a new task.",
+            rule=Rule.TOO_LARGE,
+            code="sandbox_too_many_messages",
+        )
+    for index, message in enumerate(messages):
+        calls = sum(1 for part in message.content if isinstance(part, ToolCall))
+        if calls > MAX_CALLS_PER_TURN:
+            raise wire.error(
+                400,
+                f"sandbox: {conversation.paths[index]} holds {calls} tool calls in one assistant turn; the "
+                f"sandbox accepts at most {MAX_CALLS_PER_TURN}. The scripted model never makes that many: "
+                "echo each turn exactly as it came back (resp.message), once.",
+                rule=Rule.TOO_LARGE,
+                param=conversation.paths[index],
+                code="sandbox_too_many_calls",
+                message_index=index,
+            )
 
 
 def _fingerprint(client: str, path: str, body: bytes) -> str:

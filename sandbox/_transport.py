@@ -14,32 +14,55 @@ from typing import Any
 
 import httpx
 
-from ._engine import DEFAULT_BUDGET, Engine, Exchange
+from ._engine import DEFAULT_BUDGET, Engine, Exchange, caller_key
 from ._scenario import Scenario
 
 __all__ = ["Httpx2Transport", "Journal", "SandboxTransport", "httpx2_transport", "transport"]
 
 
 DEFAULT_JOURNAL_SIZE = 1000
+DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
+"""The journal's bound in bytes of request and response bodies: a thousand 4 MB exchanges would
+otherwise hold gigabytes."""
+
+
+def _weight(exchange: Exchange) -> int:
+    return len(exchange.request_body) + sum(len(chunk) for chunk in exchange.chunks)
 
 
 class Journal:
-    """The exchanges a door handled, in order: the newest `maxlen` of them (None keeps all).
+    """The exchanges a door handled, in order: the newest `maxlen` of them, and no more than
+    `max_bytes` of request and response bodies (None: no bound). The newest exchange is always kept.
 
-    The bound keeps a long-lived mounting's memory flat; `dropped` counts what it let go, so nothing
-    disappears unannounced. Thread-safe to append and read.
+    The bounds keep a long-lived mounting's memory flat; `dropped` counts what they let go, so
+    nothing disappears unannounced. Thread-safe to append and read.
     """
 
-    def __init__(self, maxlen: int | None = DEFAULT_JOURNAL_SIZE) -> None:
-        self._items: deque[Exchange] = deque(maxlen=maxlen)
+    def __init__(
+        self, maxlen: int | None = DEFAULT_JOURNAL_SIZE, max_bytes: int | None = DEFAULT_JOURNAL_BYTES
+    ) -> None:
+        self._items: deque[Exchange] = deque()
+        self._weights: deque[int] = deque()
         self._lock = threading.Lock()
+        self.maxlen = maxlen
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        """Bytes of request and response bodies held now."""
         self.dropped = 0
 
     def append(self, exchange: Exchange) -> None:
+        weight = _weight(exchange)
         with self._lock:
-            if len(self._items) == self._items.maxlen:
-                self.dropped += 1
             self._items.append(exchange)
+            self._weights.append(weight)
+            self.bytes += weight
+            while len(self._items) > 1 and (
+                (self.maxlen is not None and len(self._items) > self.maxlen)
+                or (self.max_bytes is not None and self.bytes > self.max_bytes)
+            ):
+                self._items.popleft()
+                self.bytes -= self._weights.popleft()
+                self.dropped += 1
 
     def __iter__(self) -> Iterator[Exchange]:
         with self._lock:
@@ -61,6 +84,8 @@ class Journal:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._weights.clear()
+            self.bytes = 0
             self.dropped = 0
 
 
@@ -85,12 +110,17 @@ _HTTPX_STREAM = _stream_class(httpx)
 
 
 class _Door:
-    def __init__(self, engine: Engine, journal_size: int | None = DEFAULT_JOURNAL_SIZE) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        journal_size: int | None = DEFAULT_JOURNAL_SIZE,
+        journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
+    ) -> None:
         self.engine = engine
-        self.journal = Journal(journal_size)
+        self.journal = Journal(journal_size, journal_bytes)
 
     def _exchange(self, method: str, path: str, body: bytes) -> Exchange:
-        exchange = self.engine.handle(method, path, body)
+        exchange = self.engine.handle(method, path, body, client=caller_key())
         self.journal.append(exchange)
         return exchange
 
@@ -135,13 +165,14 @@ def transport(
     scenarios: Mapping[str, Scenario] | None = None,
     engine: Engine | None = None,
     journal_size: int | None = DEFAULT_JOURNAL_SIZE,
+    journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
 ) -> SandboxTransport:
     """An httpx transport for `skyl.Client(transport=...)` or any `httpx.Client`.
 
     Without `scenario`, each request's model field names the scenario. `.journal` keeps the newest
-    `journal_size` exchanges (None: all).
+    `journal_size` exchanges and at most `journal_bytes` of their bodies (None: no bound).
     """
-    return SandboxTransport(_engine(scenario, engine, budget, scenarios), journal_size)
+    return SandboxTransport(_engine(scenario, engine, budget, scenarios), journal_size, journal_bytes)
 
 
 def _httpx2() -> ModuleType:
@@ -159,8 +190,13 @@ def _httpx2() -> ModuleType:
 class Httpx2Transport(_Door):
     """The httpx2 twin, for the official SDKs: `openai.OpenAI(http_client=httpx2.Client(transport=...))`."""
 
-    def __init__(self, engine: Engine, journal_size: int | None = DEFAULT_JOURNAL_SIZE) -> None:
-        super().__init__(engine, journal_size)
+    def __init__(
+        self,
+        engine: Engine,
+        journal_size: int | None = DEFAULT_JOURNAL_SIZE,
+        journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
+    ) -> None:
+        super().__init__(engine, journal_size, journal_bytes)
         self._httpx2 = _httpx2()
         self._stream = _stream_class(self._httpx2)
 
@@ -198,6 +234,7 @@ def httpx2_transport(
     scenarios: Mapping[str, Scenario] | None = None,
     engine: Engine | None = None,
     journal_size: int | None = DEFAULT_JOURNAL_SIZE,
+    journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
 ) -> Httpx2Transport:
     """The same sandbox as `transport()`, for `httpx2.Client(transport=...)`."""
-    return Httpx2Transport(_engine(scenario, engine, budget, scenarios), journal_size)
+    return Httpx2Transport(_engine(scenario, engine, budget, scenarios), journal_size, journal_bytes)

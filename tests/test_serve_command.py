@@ -77,11 +77,23 @@ def test_serve_keeps_serving_after_bad_input(served: tuple[str, subprocess.Popen
 def test_serve_budget_option_stops_a_runaway(served: tuple[str, subprocess.Popen[str]]) -> None:
     base, _ = served
     body = {"model": "plain_text", "messages": [{"role": "user", "content": "the same request, again and again"}]}
-    statuses = [httpx.post(f"{base}/v1/chat/completions", json=body).status_code for _ in range(4)]
-    assert statuses == [200, 200, 200, 400]
-    last = httpx.post(f"{base}/v1/chat/completions", json=body)
+    with httpx.Client(base_url=base) as loop:  # one keep-alive connection: one sender
+        statuses = [loop.post("/v1/chat/completions", json=body).status_code for _ in range(4)]
+        assert statuses == [200, 200, 200, 400]
+        last = loop.post("/v1/chat/completions", json=body)
     message = json.loads(last.content)["error"]["message"]
     assert "this exact request has arrived 5 times" in message and "over the budget of 3" in message
+
+
+def test_serve_repeat_guard_never_refuses_people_behind_one_address(served: tuple[str, subprocess.Popen[str]]) -> None:
+    """Sixty learners behind one NAT address send the same correct first request: all answered."""
+    base, _ = served
+    body = {"model": "plain_text", "messages": [{"role": "user", "content": "the workshop's first request"}]}
+    statuses = []
+    for _ in range(60):
+        with httpx.Client(base_url=base) as learner:
+            statuses.append(learner.post("/v1/chat/completions", json=body).status_code)
+    assert statuses == [200] * 60
 
 
 def test_serve_banner_says_where_to_point_the_sdks(served: tuple[str, subprocess.Popen[str]]) -> None:

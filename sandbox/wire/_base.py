@@ -275,11 +275,19 @@ def error_from_body(provider: str, status: int, body: bytes, *, kind_key: str = 
     return ProviderError(message, status=status, provider=provider, body=text if data is None else data)
 
 
+MAX_FRAGMENTS = 64
+"""Streamed text or arguments never take more deltas than this: a long quoted tool result is sent in
+larger pieces, so a stream's frame count and bytes stay proportional to the request, not 4 characters
+a frame (a 4 MB result once became a million frames and 256 MB on the wire)."""
+
+
 def split_fragments(text: str, size: int = 4) -> list[str]:
     """Deterministic chunking for streamed text and arguments: many small fragments, like the
-    recorded streams, so that a loop that handles only one fragment per call is caught."""
+    recorded streams, so that a loop that handles only one fragment per call is caught; at most
+    `MAX_FRAGMENTS` of them, however long the text."""
     if not text:
         return []
+    size = max(size, -(-len(text) // MAX_FRAGMENTS))
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 

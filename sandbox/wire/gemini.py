@@ -14,6 +14,7 @@ Request validation lives in `gemini_validate.py`; this module maps between the w
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -518,11 +519,19 @@ def _pair(call_turn: int, called: list[str], answered: list[str]) -> list[str]:
     whose name differs from the call at its position answers the first unanswered call of that name
     (results appended in another order), or no call at all (an invented id): the sandbox then
     reports the call left without a result instead of silently mispairing."""
+    unused: dict[str, deque[int]] = {}  # per name, the positions of its calls in order: linear, not quadratic
+    for position, name in enumerate(called):
+        unused.setdefault(name, deque()).append(position)
     used: set[int] = set()
     ids = []
     for position, name in enumerate(answered):
-        same_name = [k for k, called_name in enumerate(called) if called_name == name and k not in used]
-        match = position if position in same_name else next(iter(same_name), None)
+        if position < len(called) and called[position] == name and position not in used:
+            match: int | None = position
+        else:
+            queue = unused.get(name)
+            while queue and queue[0] in used:
+                queue.popleft()
+            match = queue[0] if queue else None
         if match is None:
             ids.append(f"gemini:{call_turn}:unmatched:{position}")
         else:

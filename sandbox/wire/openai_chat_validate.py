@@ -107,6 +107,7 @@ def check_request(data: Mapping[str, Any]) -> None:
 def check_pairing(messages: list[dict[str, Any]]) -> None:
     """The tool-message ordering rules C1-C5, walking the history once (reference section 4.3)."""
     open_ids: list[str] = []  # ids the last assistant turn called, in order
+    open_set: set[str] = set()  # the same, for lookups in constant time (a turn may make thousands)
     answered: dict[str, int] = {}  # id -> index of the tool message that answered it
     turn: int | None = None  # index of that assistant turn, while it is open
     for index, message in enumerate(messages):
@@ -134,7 +135,7 @@ def check_pairing(messages: list[dict[str, Any]]) -> None:
                     rule=Rule.DUPLICATE_RESULT,
                     index=index,
                 )
-            if call_id not in open_ids:
+            if call_id not in open_set:
                 raise Rejection(  # C4: type, param and code [INF]
                     f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in 'tool_calls' of previous message.",
                     param=f"messages.[{index}].tool_call_id",
@@ -148,6 +149,7 @@ def check_pairing(messages: list[dict[str, Any]]) -> None:
         calls = message.get("tool_calls") if role == "assistant" else None
         if calls:
             open_ids, answered, turn = [call["id"] for call in calls], {}, index
+            open_set = set(open_ids)
         else:
             turn = None
     if turn is not None:
