@@ -35,6 +35,7 @@ from ._lessons import (
     REPORT,
     STREAM,
     TOOL_FAILED,
+    WHOLE_TURN,
     Lesson,
 )
 from ._probe import ConcurrencyProbe
@@ -372,10 +373,11 @@ class Dialogue(Verdicts):
             self.fail(f"{self.function}() returned before reading the stream to its end.", lesson=STREAM)
         differences = _differences(response, reference)
         if differences:
+            reasoning = any(line.startswith(("reasoning", "order of parts")) for line in differences)
             self.fail(
                 f"{self.function}() rebuilt a different turn from the one the stream carried:",
                 details=[f"- {line}" for line in differences],
-                lesson=STREAM,
+                lesson=WHOLE_TURN if reasoning else STREAM,
             )
         return response
 
@@ -471,9 +473,26 @@ def _differences(mine: Response, reference: Response) -> list[str]:
                 f"tool calls: [{', '.join(describe_call(call) for call in calls)}], expected "
                 f"[{', '.join(describe_call(call) for call in reference.tool_calls())}]"
             )
+    found += _reasoning_differences(mine, reference)
     # What MessageEnd carries: copied from the stream, never guessed from the calls.
     for name in ("stop_reason", "usage", "model", "id"):
         mine_value, carried = getattr(mine, name, None), getattr(reference, name)
         if mine_value != carried:
             found.append(f"{name}: {mine_value!r}, expected {carried!r} (from MessageEnd)")
     return found
+
+
+def _reasoning_differences(mine: Response, reference: Response) -> list[str]:
+    """A reasoning model's turn: the same reasoning parts, unchanged, before the calls they led to."""
+    want = [part.data() for part in reference.message.reasoning()]
+    got = [part.data() for part in mine.message.reasoning()]
+    if got != want:
+        return [
+            f"reasoning: {len(got)} part(s), expected the {len(want)} the stream carried, unchanged "
+            "(each ReasoningEnd's event.reasoning)"
+        ]
+    order = [part.kind for part in mine.message.content if part.kind != "text"]
+    expected = [part.kind for part in reference.message.content if part.kind != "text"]
+    if got and order != expected:
+        return [f"order of parts: {', '.join(order)}; expected {', '.join(expected)}: reasoning first, as it arrived"]
+    return []
