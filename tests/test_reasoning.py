@@ -431,3 +431,19 @@ def test_gemini_thinking_stream_has_the_gemini_3_shape() -> None:
     call_chunk, last = candidates[-2], candidates[-1]
     assert "thoughtSignature" in call_chunk["content"]["parts"][0] and "finishReason" not in call_chunk
     assert last["content"]["parts"] == [{"text": ""}] and last["finishReason"] == "STOP"
+
+
+@pytest.mark.parametrize("provider", REASONING_PROVIDERS)
+def test_replay_shows_what_a_reasoning_model_thought(provider: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox.cli import main
+
+    assert main(["replay", SCENARIO, "--provider", provider]) == 0
+    out = capsys.readouterr().out
+    thoughts = [line for line in out.splitlines() if "think" in line.split()[:3]]
+    assert len(thoughts) >= 3 and "Done after 4 request(s)" in out  # Gemini signs only the calling turns
+    if provider == "gemini":
+        assert "hidden reasoning, sent back as gemini sent it" in thoughts[0]
+    else:
+        assert "The user wants a bistro in Lyon" in thoughts[0]
+    if provider == "anthropic":
+        assert any("(redacted thinking)" in line for line in thoughts)
