@@ -146,10 +146,22 @@ class Engine:
         wire = found.wire if found else _wire_for_unknown(path)
         return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None)
 
+    def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
+        """The error for a body a door stopped waiting for after `seconds`."""
+        found = route(path)
+        wire = found.wire if found else _wire_for_unknown(path)
+        error = wire.error(
+            408,
+            f"sandbox: the request body did not arrive within {seconds:g} s, so the sandbox stopped "
+            "waiting for it. Send the whole body at once (any HTTP client or SDK does).",
+            rule=Rule.MALFORMED,
+        )
+        return _error_exchange(method, path, b"", wire, error, None)
+
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
         return wire.error(
             413,
-            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} read); the sandbox "
+            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} announced or read); the sandbox "
             "accepts at most that. Trim the conversation, or start the sandbox with a larger limit.",
             rule=Rule.TOO_LARGE,
         )
