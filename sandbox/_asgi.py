@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ._engine import Engine, Exchange
+from ._exceptions import UsageError
 
 __all__ = ["SandboxApp", "serve"]
 
@@ -232,6 +234,7 @@ def serve(
     """Run the sandbox under uvicorn until interrupted."""
     import uvicorn
 
+    sock = _listen(host, port)
     _raise_open_file_limit()
     quiet = QuietLog()
     for name in ("uvicorn", "uvicorn.error", "asyncio"):
@@ -245,7 +248,30 @@ def serve(
         http=_head_deadline_protocol(head_timeout),
         timeout_keep_alive=5,
     )
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a bad --host or a taken --port is one clear error."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except (OSError, OverflowError, UnicodeError) as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc}. Check --host and --port.") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {reason}. Choose another --port, or stop what uses it."
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _raise_open_file_limit() -> None:

@@ -125,8 +125,7 @@ def test_every_stub_reports_not_started(pytester: pytest.Pytester) -> None:
 def test_every_solution_passes(pytester: pytest.Pytester) -> None:
     report = grade(pytester, SOLUTIONS, str(CHALLENGES))
     failed = [test["name"] + "\n" + test["output"] for test in report["tests"] if test["status"] != "passed"]
-    assert not failed, "\n\n".join(failed)
-    assert report["execution_time"] < 10
+    assert not failed, "\n\n".join(failed)  # how fast: bench/run.py, against a baseline, not here
 
 
 # -- known-wrong loops, rejected for the right reason ------------------------------------------------
