@@ -125,7 +125,10 @@ def test_every_stub_reports_not_started(pytester: pytest.Pytester) -> None:
 def test_every_solution_passes(pytester: pytest.Pytester) -> None:
     report = grade(pytester, SOLUTIONS, str(CHALLENGES))
     failed = [test["name"] + "\n" + test["output"] for test in report["tests"] if test["status"] != "passed"]
-    assert not failed, "\n\n".join(failed)  # how fast: bench/run.py, against a baseline, not here
+    assert not failed, "\n\n".join(failed)
+    # A generous guard against a grader that waits on every test (quiet: about 3 s; a busy 2-core
+    # machine has taken 11 s); the speed itself is measured in bench/, not asserted here.
+    assert report["execution_time"] < 60
 
 
 # -- known-wrong loops, rejected for the right reason ------------------------------------------------
@@ -314,7 +317,7 @@ WRONG = [
         "no_advice",
         NO_ADVICE,
         "test_the_error_names_the_bound_and_the_calls[six_rounds-anthropic]",
-        "- what to look at: tell the reader to check what those tools return",
+        "- what to look at: tell the reader what to check or change",
     ),
     Wrong(
         "05_streaming",

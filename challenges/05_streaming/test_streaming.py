@@ -18,7 +18,7 @@ def _write_your_own(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("scenario", ["plain_text", "single_call", "parallel_calls"])
+@pytest.mark.parametrize("scenario", ["plain_text", "single_call", "parallel_calls", "stop_reason_mismatch"])
 def test_collect_stream_rebuilds_the_turn(challenge: Challenge, scenario: str, provider: str) -> None:
     collect_stream = challenge.function("collect_stream")
     talk = challenge.dialogue(scenario, provider)

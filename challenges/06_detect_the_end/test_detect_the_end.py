@@ -20,6 +20,15 @@ def test_ends_when_the_call_list_is_empty(challenge: Challenge, scenario: str, p
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_raises_once_the_bound_is_hit(challenge: Challenge, provider: str) -> None:
+    """A model that asks for the same tool forever: the loop must still raise after 5 requests."""
+    complete = challenge.function("complete")
+    talk = challenge.dialogue("runaway", provider)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_gave_up(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_ends_on_the_call_list_whatever_the_stop_reason(challenge: Challenge, provider: str) -> None:
     """Generated: up to three rounds of 0 to 8 calls, each turn with a stop reason drawn at random."""
     complete = challenge.function("complete")

@@ -12,12 +12,15 @@ from ..wire import Rule
 
 __all__ = [
     "APPEND",
+    "ASYNCIO_RUN",
     "AWAIT",
+    "AWAIT_CLIENT",
     "BOUND",
     "CONCURRENT",
     "END",
     "MISSING",
     "ORDER",
+    "PROVIDER_FAILED",
     "REPORT",
     "STREAM",
     "TOOL_FAILED",
@@ -37,7 +40,7 @@ class Lesson:
 
 _TURN_FIRST = "Append resp.message before any tool result: every provider requires it."
 _ONE_PER_CALL = "Append the assistant turn once, then one tool message per call, in call order."
-_BOUND = "Bound the loop at about 5 rounds, and make the error explain what to look at."
+_BOUND = "Loop until resp.tool_calls() is empty, with a hard bound of about 5 rounds: raise once it is hit."
 
 _ONCE = Lesson(
     "Append resp.message itself, once per turn; never a reconstruction.",
@@ -133,7 +136,7 @@ END = Lesson(
     "Gemini says STOP either way). Decide with resp.tool_calls(), not resp.stop_reason.",
 )
 BOUND = Lesson(
-    "Bound the loop at about 5 rounds, and make the error explain what to look at.",
+    _BOUND,
     "Count the rounds; after the fifth, raise an exception (skyl.ToolLoopError fits) instead of "
     "returning, so the caller knows the loop gave up.",
 )
@@ -163,6 +166,12 @@ TOOL_FAILED = Lesson(
     "try/except Exception and send the error back, e.g. skyl.tool_result_message(call.id, "
     "f'ERROR: {exc}', is_error=True). The model can then correct itself on the next round.",
 )
+PROVIDER_FAILED = Lesson(
+    "Catch the tool's failure, not the provider's: a ProviderError means the request itself was refused.",
+    "Wrap run(call) alone in try/except, never client.complete(req): resending a refused request gets the "
+    "same refusal, and returning an earlier response hides that the model never answered. Let the "
+    "ProviderError propagate (or raise your own error from it).",
+)
 CONCURRENT = Lesson(
     "The calls of one turn are independent: run them concurrently, append the results in call order.",
     "Start every call of the turn, then await them together: "
@@ -174,9 +183,20 @@ AWAIT = Lesson(
     "run(call) is a coroutine function: calling it starts nothing until it is awaited. Await it, or "
     "gather the turn's calls: outputs = await asyncio.gather(*(run(call) for call in calls)).",
 )
+AWAIT_CLIENT = Lesson(
+    "The loop is the same with await: resp = await client.complete(req).",
+    "AsyncClient.complete is a coroutine function: client.complete(req) only creates a coroutine, and "
+    "nothing is sent until it is awaited. Write resp = await client.complete(req).",
+)
+ASYNCIO_RUN = Lesson(
+    CONCURRENT.rule,
+    "asyncio.run() starts an event loop; inside async def one is already running. Await the coroutine "
+    "instead, or gather the turn's calls: outputs = await asyncio.gather(*(run(call) for call in calls)).",
+)
 STREAM = Lesson(
     "There is no resp.message on a stream: rebuild the turn from the events you saw.",
     "Text arrives as TextDelta fragments; each call as ToolCallStart (id, name), then ToolCallDelta "
     "fragments of its JSON arguments, keyed by event.index. Join each call's fragments and parse them "
-    "once, after the stream ends; MessageEnd carries the stop reason.",
+    "once, after the stream ends. MessageEnd carries the stop reason, usage, model and id: copy them "
+    "from it, never guess them from the calls.",
 )
