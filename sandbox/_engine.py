@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -38,6 +39,12 @@ a conversation within the budget of 50 turns needs a small fraction of it, and i
 one request bounded."""
 MAX_CALLS_PER_TURN = 512
 """Tool calls in one assistant turn. [INF] A sandbox limit; no scripted turn comes near it."""
+MAX_ITEMS = 10_000
+"""Messages, content parts and tools in one request, counted before the request is parsed. [INF] A
+sandbox limit: each costs tens of microseconds to validate, and 4 MiB holds 150,000 tiny ones. A
+conversation within the budget holds a few hundred."""
+_COUNT_ABOVE = 64 * 1024
+"""Bodies smaller than this cannot hold enough items to matter, and skip the count."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,8 @@ class Engine:
                 raise wire.error(404, f"Invalid URL ({method.upper()} {path})", rule=Rule.NOT_FOUND)
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
+            if len(body) > _COUNT_ABOVE:
+                _check_items(wire, body)
             conversation = wire.parse_request(body, path_model=found.model, path_stream=found.stream)
             _check_size(wire, conversation)
             return self._answer(method, path, body, wire, conversation, client)
@@ -241,6 +250,38 @@ def caller_key() -> str:
         task = None
     thread = f"thread:{threading.get_ident()}"
     return thread if task is None else f"{thread}/task:{id(task)}"
+
+
+def _check_items(wire: WireFormat, body: bytes) -> None:
+    """Refuse a request with more than `MAX_ITEMS` messages, parts and tools before the wire format
+    parses and validates them one by one. Anything this cannot read is left to the wire format."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(data, dict):
+        return
+    items = 0
+    for key in ("messages", "input", "contents", "tools"):
+        value = data.get(key)
+        if not isinstance(value, list):
+            continue
+        items += len(value)
+        for entry in value:
+            if isinstance(entry, dict):
+                for inner in ("content", "parts", "functionDeclarations", "function_declarations"):
+                    nested = entry.get(inner)
+                    if isinstance(nested, list):
+                        items += len(nested)
+    if items > MAX_ITEMS:
+        raise wire.error(
+            400,
+            f"sandbox: this request holds {items} messages, content parts and tools; the sandbox accepts "
+            f"at most {MAX_ITEMS}. A conversation that long is a loop that never stopped: bound the "
+            "loop (about 5 rounds), and start a new conversation for a new task.",
+            rule=Rule.TOO_LARGE,
+            code="sandbox_too_many_items",
+        )
 
 
 def _check_size(wire: WireFormat, conversation: Conversation) -> None:
