@@ -75,10 +75,11 @@ class SandboxApp:
             return
         client = scope.get("client")
         sender = f"{client[0]}:{client[1]}" if client else ""  # the connection: see the repeat guard
+        query = scope.get("query_string", b"").decode("latin-1")
         if len(body) <= INLINE_BYTES:
-            exchange = self.engine.handle(method, path, body, client=sender)
+            exchange = self.engine.handle(method, path, body, client=sender, query=query)
         else:
-            exchange = await asyncio.to_thread(self.engine.handle, method, path, body, client=sender)
+            exchange = await asyncio.to_thread(self.engine.handle, method, path, body, client=sender, query=query)
         await _send(send, exchange.status, exchange.headers, exchange.chunks)
 
     def _health(self) -> bytes:

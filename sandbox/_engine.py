@@ -10,10 +10,12 @@ Every failure is a provider-shaped error; nothing here raises to the door.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import threading
 import time
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -127,21 +129,28 @@ class Engine:
         self.max_body_bytes = max_body_bytes
         self._repeats = _RepeatGuard(budget)
 
-    def handle(self, method: str, path: str, body: bytes, *, client: str = "") -> Exchange:
-        """Answer one request. `path` excludes the query string; `client` keys the repeat guard."""
+    def handle(self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None) -> Exchange:
+        """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
+
+        `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
+        `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
+        (a direct call, no URL) streams SSE.
+        """
         found = route(path)
         wire = found.wire if found else _wire_for_unknown(path)
         conversation: Conversation | None = None
         try:
             if found is None or method.upper() != "POST":
                 raise wire.error(404, f"Invalid URL ({method.upper()} {path})", rule=Rule.NOT_FOUND)
+            array = found.stream and query is not None and _gemini_alt(wire, query) == "json"
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
             if len(body) > _COUNT_ABOVE:
                 _check_items(wire, body)
             conversation = wire.parse_request(body, path_model=found.model, path_stream=found.stream)
             _check_size(wire, conversation)
-            return self._answer(method, path, body, wire, conversation, client)
+            exchange = self._answer(method, path, body, wire, conversation, client)
+            return _as_json_array(exchange) if array else exchange
         except WireError as error:
             return _error_exchange(method, path, body, wire, error, conversation)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
@@ -250,6 +259,32 @@ def caller_key() -> str:
         task = None
     thread = f"thread:{threading.get_ident()}"
     return thread if task is None else f"{thread}/task:{id(task)}"
+
+
+def _gemini_alt(wire: WireFormat, query: str) -> str:
+    """`sse` or `json` (the default): the response format a Gemini stream's `alt=` asks for."""
+    values = urllib.parse.parse_qs(query, keep_blank_values=True).get("alt", ["json"])
+    alt = values[-1]
+    if alt not in ("sse", "json"):
+        raise wire.error(  # [INF] Google's text for an unknown alt is not captured
+            400,
+            f"sandbox: alt={_printable(alt)!r} is not a response format the sandbox serves: use alt=sse "
+            "(what the SDKs send) for server-sent events, or alt=json (the default) for a JSON array.",
+            rule=Rule.MALFORMED,
+        )
+    return alt
+
+
+def _as_json_array(exchange: Exchange) -> Exchange:
+    """A Gemini stream without alt=sse: the same chunks as one JSON array, `[{...}\r\n,{...}]`."""
+    if exchange.status != 200 or not exchange.is_stream:
+        return exchange
+    frames = [chunk.decode("utf-8").strip().removeprefix("data: ").encode("utf-8") for chunk in exchange.chunks]
+    chunks = tuple(
+        (b"[" if index == 0 else b"\r\n,") + frame + (b"]" if index == len(frames) - 1 else b"")
+        for index, frame in enumerate(frames)
+    )
+    return dataclasses.replace(exchange, headers={"content-type": "application/json"}, chunks=chunks)
 
 
 def _check_items(wire: WireFormat, body: bytes) -> None:
