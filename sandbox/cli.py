@@ -222,7 +222,12 @@ def _replay(args: argparse.Namespace) -> int:
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
     client = skyl.Client(args.provider, transport=door)
-    request = skyl.Request(model=scenario.name, messages=[skyl.user_text(scenario.prompt)], tools=list(scenario.tools))
+    request = skyl.Request(
+        model=scenario.name,
+        messages=[skyl.user_text(scenario.prompt)],
+        tools=list(scenario.tools),
+        reasoning=scenario.reasoning,  # a reasoning scenario shows what the model thought
+    )
     summary = " ".join(scenario.description.split()).split(". ")[0].rstrip(".")
     print(f"Scenario {scenario.name} on {args.provider}: {summary}.\n")
     history: list[str] = []
@@ -236,6 +241,9 @@ def _replay(args: argparse.Namespace) -> int:
             exchange = door.journal[-1]
             print(f"\n--- request {number}: POST {exchange.path}\n{_indented(exchange.request_body)}")
             print(f"--- response {number}: {exchange.status}\n{_indented(exchange.body)}\n")
+        for part in response.message.reasoning():
+            print(_step(label, "think", quote(part.summary, 80) if part.summary else f"({_hidden(part)})"))
+            label = ""
         print(_step(label, "reply", describe_message(response.message)))
         calls = response.tool_calls()
         if not calls:
@@ -252,6 +260,10 @@ def _replay(args: argparse.Namespace) -> int:
         "check what these tools return."
     )
     return 0
+
+
+def _hidden(part: skyl.Reasoning) -> str:
+    return "redacted thinking" if part.redacted else f"hidden reasoning, sent back as {part.provider} sent it"
 
 
 def _indented(body: bytes) -> str:

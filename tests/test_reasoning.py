@@ -330,6 +330,24 @@ def test_anthropic_refuses_a_signature_it_did_not_issue(change: Callable[[dict[s
     assert _error(exchange)["message"] == ANTHROPIC_FORGED.format(n=1)
 
 
+def test_anthropic_refuses_redacted_thinking_it_did_not_issue() -> None:
+    client = skyl.Client(provider="anthropic", transport=sandbox.transport())
+    request = _request("anthropic")
+    run = scripted_run(SCENARIO)
+    first = client.complete(request)
+    request.messages += [first.message, *(skyl.tool_result_message(c.id, run(c)) for c in first.tool_calls())]
+    second = client.complete(request)
+
+    def forge(block: dict[str, Any]) -> None:
+        if block["type"] == "redacted_thinking":
+            block["data"] = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"
+
+    request.messages += [_forge(second, forge), *(skyl.tool_result_message(c.id, run(c)) for c in second.tool_calls())]
+    with pytest.raises(skyl.ProviderError) as caught:
+        client.complete(request)
+    assert caught.value.message == "messages.3.content.1: Invalid `data` in `redacted_thinking` block"
+
+
 def test_anthropic_refuses_thinking_moved_to_another_turn() -> None:
     client = skyl.Client(provider="anthropic", transport=sandbox.transport())
     request = _request("anthropic")
@@ -413,3 +431,19 @@ def test_gemini_thinking_stream_has_the_gemini_3_shape() -> None:
     call_chunk, last = candidates[-2], candidates[-1]
     assert "thoughtSignature" in call_chunk["content"]["parts"][0] and "finishReason" not in call_chunk
     assert last["content"]["parts"] == [{"text": ""}] and last["finishReason"] == "STOP"
+
+
+@pytest.mark.parametrize("provider", REASONING_PROVIDERS)
+def test_replay_shows_what_a_reasoning_model_thought(provider: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox.cli import main
+
+    assert main(["replay", SCENARIO, "--provider", provider]) == 0
+    out = capsys.readouterr().out
+    thoughts = [line for line in out.splitlines() if "think" in line.split()[:3]]
+    assert len(thoughts) >= 3 and "Done after 4 request(s)" in out  # Gemini signs only the calling turns
+    if provider == "gemini":
+        assert "hidden reasoning, sent back as gemini sent it" in thoughts[0]
+    else:
+        assert "The user wants a bistro in Lyon" in thoughts[0]
+    if provider == "anthropic":
+        assert any("(redacted thinking)" in line for line in thoughts)
