@@ -268,6 +268,24 @@ def test_responses_does_not_know_a_reasoning_item_it_never_sent() -> None:
     assert _error(exchange)["message"] == "Item with id 'rs_0123' not found."
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda item: item.update(encrypted_content=7),
+            "Invalid type for 'input[1].encrypted_content': expected a string",
+        ),
+        (lambda item: item.pop("summary"), "Missing required parameter: 'input[1].summary'."),
+        (lambda item: item.update(id="msg_1"), "Invalid 'input[1].id': 'msg_1'. Expected an ID that begins with 'rs'."),
+    ],
+    ids=["encrypted-content-type", "no-summary", "id-prefix"],
+)
+def test_responses_reasoning_item_has_clear_errors(change: Callable[[dict[str, Any]], None], message: str) -> None:
+    exchange = _round_trip("openai-responses", lambda response: _forge(response, change))
+    assert exchange.status == 400 and exchange.error.rule is Rule.MALFORMED
+    assert _error(exchange)["message"].startswith(message)
+
+
 def test_responses_items_without_ids_get_the_sandbox_explanation() -> None:
     def bare(response: skyl.Response) -> skyl.Message:
         return skyl.Message(
