@@ -599,6 +599,8 @@ def test_mutant_fails_cleanly(mutant: str) -> None:
         name for name, text in graded.failures().items() if "sandbox/grading/" in text or "INTERNALERROR" in text
     ]
     assert not internal, f"the grader itself crashed on {mutant}:\n{_show(graded, internal)}"
+    twice = [name for name, text in graded.failures().items() if "During handling of the above exception" in text]
+    assert not twice, f"a failure of {mutant} is printed twice, chained to another:\n{_show(graded, twice)}"
 
 
 @pytest.mark.parametrize("variant", sorted(path.name for path in VARIANTS_DIR.iterdir() if path.is_dir()))
