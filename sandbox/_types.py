@@ -234,7 +234,8 @@ class Request:
     stop_sequences: Sequence[str] = ()
     reasoning: bool = False
     """Ask a reasoning model to show its reasoning: Anthropic `thinking` on, Responses reasoning
-    summaries. Either way, reasoning a response carries must go back with its turn."""
+    summaries (Gemini 3 signs its turns either way; Chat Completions shows none). Whatever reasoning
+    a response carries must go back with its turn."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, list):

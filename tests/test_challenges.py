@@ -35,6 +35,7 @@ NAMES = [
     "06_detect_the_end",
     "07_failing_tools",
     "08_async",
+    "09_keep_the_whole_turn",
 ]
 # pytester re-imports hypothesis for every inner run unless its plugin is off; the rewrite warning
 # only says the outer run imported the plugin's package first.

@@ -95,6 +95,10 @@ FROM_MESSAGE_END = (
     r"rebuilt a different turn .*- usage: Usage\(input_tokens=0, output_tokens=0\), expected .*\(from MessageEnd\)"
 )
 COLLECT = "test_collect_stream_rebuilds_the_turn"
+WHOLE = r"a reasoning model's turn goes back whole, its reasoning before its calls"
+WHOLE_STREAM = r"A streamed turn goes back whole: rebuild every part the stream announced, reasoning included"
+KEEPS = "test_complete_keeps_the_whole_turn"
+REASONING_PROVIDERS = ("openai-responses", "anthropic", "gemini")
 REPORT = "test_the_error_names_the_bound_and_the_calls[*]"
 
 MUTANTS: dict[str, Mutant] = {
@@ -433,6 +437,26 @@ MUTANTS: dict[str, Mutant] = {
     # Graded in a subprocess: before the harness closed the coroutines a learner never awaited, they
     # surfaced as warnings at exit and crashed the process running the grader.
     "08_missing_await": Mutant((caught("*", says=r"called run\(call\) without awaiting it"),), isolate=True),
+    # 09: keep the whole turn (Chat Completions sends no reasoning: these mistakes pass there)
+    "09_rebuilds_from_calls": Mutant(
+        (caught(*(f"{KEEPS}[*-{provider}]" for provider in REASONING_PROVIDERS), says=WHOLE),)
+    ),
+    "09_collector_drops_reasoning": Mutant(
+        (
+            caught(*(f"test_collect_stream_keeps_the_reasoning[{p}]" for p in REASONING_PROVIDERS), says=WHOLE_STREAM),
+            caught(*(f"{KEEPS}[stream-*-{provider}]" for provider in REASONING_PROVIDERS), says=WHOLE),
+        )
+    ),
+    "09_reasoning_after_calls": Mutant(
+        (
+            caught(f"{KEEPS}[*-openai-responses]", f"{KEEPS}[*-anthropic]", says=WHOLE),
+            # Gemini carries a signature on a call part: after one call, last is still first.
+            caught(f"{KEEPS}[*-parallel_calls_reasoning-gemini]", says=WHOLE),
+            caught(
+                *(f"test_collect_stream_keeps_the_reasoning[{p}]" for p in REASONING_PROVIDERS), says="order of parts"
+            ),
+        )
+    ),
 }
 
 

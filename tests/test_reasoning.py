@@ -330,6 +330,24 @@ def test_anthropic_refuses_a_signature_it_did_not_issue(change: Callable[[dict[s
     assert _error(exchange)["message"] == ANTHROPIC_FORGED.format(n=1)
 
 
+def test_anthropic_refuses_redacted_thinking_it_did_not_issue() -> None:
+    client = skyl.Client(provider="anthropic", transport=sandbox.transport())
+    request = _request("anthropic")
+    run = scripted_run(SCENARIO)
+    first = client.complete(request)
+    request.messages += [first.message, *(skyl.tool_result_message(c.id, run(c)) for c in first.tool_calls())]
+    second = client.complete(request)
+
+    def forge(block: dict[str, Any]) -> None:
+        if block["type"] == "redacted_thinking":
+            block["data"] = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"
+
+    request.messages += [_forge(second, forge), *(skyl.tool_result_message(c.id, run(c)) for c in second.tool_calls())]
+    with pytest.raises(skyl.ProviderError) as caught:
+        client.complete(request)
+    assert caught.value.message == "messages.3.content.1: Invalid `data` in `redacted_thinking` block"
+
+
 def test_anthropic_refuses_thinking_moved_to_another_turn() -> None:
     client = skyl.Client(provider="anthropic", transport=sandbox.transport())
     request = _request("anthropic")

@@ -25,6 +25,7 @@ __all__ = [
     "REPORT",
     "STREAM",
     "TOOL_FAILED",
+    "WHOLE_TURN",
     "Lesson",
     "lesson_for",
     "lesson_for_diagnosis",
@@ -75,6 +76,20 @@ _LESSONS: dict[str, Lesson] = {
         "resp.tool_calls(), not an id from an earlier turn or one you made up.",
     ),
     Rule.HISTORY_MISMATCH: _ONCE,
+    Rule.REASONING_DROPPED: Lesson(
+        "Append resp.message itself: a reasoning model's turn goes back whole, its reasoning before its calls.",
+        "The provider sent reasoning with that turn (Responses reasoning items, Anthropic thinking blocks, a "
+        "Gemini thought signature) and continues the model's thinking from it, so it refuses a turn that comes "
+        "back without it or with it out of place. A turn rebuilt from resp.tool_calls(), or a stream collector "
+        "that keeps only text and calls, drops it: append resp.message unchanged, and when streaming keep each "
+        "ReasoningEnd event's part where it arrived, before the calls.",
+    ),
+    Rule.REASONING_INVALID: Lesson(
+        "Append resp.message itself: reasoning goes back exactly as the provider sent it, with its own turn.",
+        "The provider signs its reasoning for one turn and checks the signature: reasoning edited, moved to "
+        "another turn, or sent while the request no longer enables thinking is refused. Send each turn's "
+        "reasoning back with that turn, unchanged, and keep the request's settings the same every round.",
+    ),
     "duplicate_turn": _ONCE,
     Rule.SCRIPT_FINISHED: Lesson(
         "Loop until resp.tool_calls() is empty: prefer the call list over the stop reason.",
@@ -198,6 +213,12 @@ ASYNCIO_RUN = Lesson(
     CONCURRENT.rule,
     "asyncio.run() starts an event loop; inside async def one is already running. Await the coroutine "
     "instead, or gather the turn's calls: outputs = await asyncio.gather(*(run(call) for call in calls)).",
+)
+WHOLE_TURN = Lesson(
+    "A streamed turn goes back whole: rebuild every part the stream announced, reasoning included.",
+    "A reasoning model's stream sends each reasoning part as ReasoningDelta fragments (to show) and one "
+    "ReasoningEnd, whose event.reasoning is the part to keep. Keep the parts in the order they first "
+    "appeared: the reasoning comes before the calls it led to, and the provider wants it back there.",
 )
 STREAM = Lesson(
     "There is no resp.message on a stream: rebuild the turn from the events you saw.",

@@ -47,6 +47,7 @@ from ._sse import SSEEvent, dumps, sse_frame, to_bytes
 from .anthropic_reasoning import (
     ThinkingStream,
     check_echo,
+    check_final_turn,
     decode_block,
     stream_deltas,
     stream_start,
@@ -499,6 +500,7 @@ class Anthropic(WireFormat):
             raise self.error(400, error.message, rule=error.rule) from None
         neutral = _neutral(checked)
         try:
+            check_final_turn(data)
             check_rules(checked)
         except Invalid as error:
             raise self.error(400, error.message, rule=error.rule, message_index=neutral.index_of(error)) from None
@@ -523,7 +525,7 @@ class Anthropic(WireFormat):
     def check_reasoning(
         self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
     ) -> None:
-        check_echo(conversation, index, expected, last=last, error=self.error)
+        check_echo(conversation, index, expected, error=self.error)
 
     def _message_id(self, turn: ModelTurn) -> str:
         return "msg_01" + stable_token(turn.seed, 22, BASE58)

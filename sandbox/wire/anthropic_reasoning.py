@@ -20,10 +20,12 @@ from .._events import ReasoningDelta, ReasoningEnd, StreamEvent
 from .._types import Reasoning
 from ._base import Conversation, Rule, WireError
 from ._reasoning import signature
+from .anthropic_validate import Invalid
 
 __all__ = [
     "PROVIDER",
     "check_echo",
+    "check_final_turn",
     "decode_block",
     "stream_deltas",
     "stream_start",
@@ -37,7 +39,11 @@ _THINKING_KINDS = ("thinking", "redacted_thinking")
 
 
 def thinking_enabled(conversation: Conversation) -> bool:
-    thinking = conversation.raw.get("thinking")
+    return _enabled(conversation.raw)
+
+
+def _enabled(data: Mapping[str, Any]) -> bool:
+    thinking = data.get("thinking")
     return isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
 
 
@@ -98,42 +104,50 @@ class ThinkingStream:
 # -- the echo rules (fake side) -------------------------------------------------------------------------
 
 
-def check_echo(
-    conversation: Conversation,
-    index: int,
-    expected: Sequence[Reasoning],
-    *,
-    last: bool,
-    error: Any,
-) -> None:
-    """The echoed assistant turn `index` against the thinking the fake sent with it. `error` is the
-    wire format's `error(status, message, rule=..., message_index=...)`."""
-    number, blocks = _wire_blocks(conversation, index)
-    thinking = [(position, block) for position, block in enumerate(blocks) if block.get("type") in _THINKING_KINDS]
-    if thinking and last and not thinking_enabled(conversation):
-        raise error(
-            400,
-            f"messages.{number}.content.{thinking[0][0]}: When thinking is disabled, an `assistant` message in the "
+def check_final_turn(data: Mapping[str, Any]) -> None:
+    """The rules on the final assistant message, which need no script: they run before the tool
+    pairing rules, as a block's type is checked before the turn's pairing. Raises `Invalid`."""
+    messages = data.get("messages")
+    turns = [
+        (number, message["content"])
+        for number, message in enumerate(messages if isinstance(messages, list) else [])
+        if isinstance(message, Mapping)
+        and message.get("role") == "assistant"
+        and isinstance(message.get("content"), list)
+    ]
+    if not turns:
+        return
+    number, blocks = turns[-1]
+    kinds = [block.get("type") if isinstance(block, Mapping) else None for block in blocks]
+    enabled = _enabled(data)
+    thinking = [position for position, kind in enumerate(kinds) if kind in _THINKING_KINDS]
+    if thinking and not enabled:
+        raise Invalid(
+            f"messages.{number}.content.{thinking[0]}: When thinking is disabled, an `assistant` message in the "
             "final position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request.",
-            rule=Rule.REASONING_INVALID,
-            message_index=index,
+            Rule.REASONING_INVALID,
+            message_index=number,
         )  # [ISSUE] tailcallhq/forgecode#1853; the whole text: a BerriAI/litellm fix's description
-    issued = {_identity(part.data()) for part in expected}
-    for position, block in thinking:
-        if _identity(block) not in issued:
-            raise _not_issued(error, number, position, block, index)
-    calls = any(block.get("type") == "tool_use" for block in blocks)
-    if last and calls and thinking_enabled(conversation) and blocks[0].get("type") not in _THINKING_KINDS:
-        raise error(
-            400,
+    if enabled and "tool_use" in kinds and kinds[0] not in _THINKING_KINDS:
+        raise Invalid(
             f"messages.{number}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
-            f"`{blocks[0].get('type')}`. When `thinking` is enabled, a final `assistant` message must start with a "
-            "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you "
-            "include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please "
-            f"consult our documentation at {_DOCS}",
-            rule=Rule.REASONING_DROPPED,
-            message_index=index,
+            f"`{kinds[0]}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block "
+            "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking "
+            f"blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our "
+            f"documentation at {_DOCS}",
+            Rule.REASONING_DROPPED,
+            message_index=number,
         )  # [ISSUE] Kilo-Org/kilocode#5219 (2026, this URL), anomalyco/opencode#3077; `text`: Antigravity-Manager#139
+
+
+def check_echo(conversation: Conversation, index: int, expected: Sequence[Reasoning], *, error: Any) -> None:
+    """The thinking blocks of echoed assistant turn `index` must be the ones the fake sent with it:
+    the API verifies each signature. `error` is the wire format's `error(status, message, rule=...)`."""
+    number, blocks = _wire_blocks(conversation, index)
+    issued = {_identity(part.data()) for part in expected}
+    for position, block in enumerate(blocks):
+        if block.get("type") in _THINKING_KINDS and _identity(block) not in issued:
+            raise _not_issued(error, number, position, block, index)
 
 
 def _identity(block: Mapping[str, Any]) -> tuple[Any, ...]:
