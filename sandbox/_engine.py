@@ -10,9 +10,12 @@ Every failure is a provider-shaped error; nothing here raises to the door.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
+import json
 import threading
 import time
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +25,8 @@ from ._exceptions import ScenarioError, UsageError
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._types import ToolCall
-from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
+from ._wrong_path import wrong_path
+from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
 from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key"]
@@ -38,6 +42,12 @@ a conversation within the budget of 50 turns needs a small fraction of it, and i
 one request bounded."""
 MAX_CALLS_PER_TURN = 512
 """Tool calls in one assistant turn. [INF] A sandbox limit; no scripted turn comes near it."""
+MAX_ITEMS = 10_000
+"""Messages, content parts and tools in one request, counted before the request is parsed. [INF] A
+sandbox limit: each costs tens of microseconds to validate, and 4 MiB holds 150,000 tiny ones. A
+conversation within the budget holds a few hundred."""
+_COUNT_ABOVE = 64 * 1024
+"""Bodies smaller than this cannot hold enough items to matter, and skip the count."""
 
 
 @dataclass(frozen=True)
@@ -120,42 +130,74 @@ class Engine:
         self.max_body_bytes = max_body_bytes
         self._repeats = _RepeatGuard(budget)
 
-    def handle(self, method: str, path: str, body: bytes, *, client: str = "") -> Exchange:
-        """Answer one request. `path` excludes the query string; `client` keys the repeat guard."""
+    def handle(self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None) -> Exchange:
+        """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
+
+        `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
+        `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
+        (a direct call, no URL) streams SSE.
+        """
         found = route(path)
-        wire = found.wire if found else _wire_for_unknown(path)
+        digest = _request_digest(method, path, body)
+        if found is None or method.upper() != "POST":
+            wire, not_found = wrong_path(method, path)
+            return _error_exchange(method, path, body, wire, not_found, None, digest)
+        wire = found.wire
         conversation: Conversation | None = None
         try:
-            if found is None or method.upper() != "POST":
-                raise wire.error(404, f"Invalid URL ({method.upper()} {path})", rule=Rule.NOT_FOUND)
+            array = found.stream and query is not None and _gemini_alt(wire, query) == "json"
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
+            if len(body) > _COUNT_ABOVE:
+                _check_items(wire, body)
             conversation = wire.parse_request(body, path_model=found.model, path_stream=found.stream)
             _check_size(wire, conversation)
-            return self._answer(method, path, body, wire, conversation, client)
+            exchange = self._answer(method, path, body, wire, conversation, client, digest)
+            return _as_json_array(exchange) if array else exchange
         except WireError as error:
-            return _error_exchange(method, path, body, wire, error, conversation)
+            return _error_exchange(method, path, body, wire, error, conversation, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             message = _printable(f"sandbox internal error: {type(exc).__name__}: {exc}")
             internal = wire.error(500, message, rule=Rule.MALFORMED)
-            return _error_exchange(method, path, body, wire, internal, conversation)
+            return _error_exchange(method, path, body, wire, internal, conversation, digest)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
         found = route(path)
-        wire = found.wire if found else _wire_for_unknown(path)
-        return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None)
+        wire = found.wire if found else wrong_path(method, path)[0]
+        digest = _request_digest(method, path, f"oversized:{size}".encode())
+        return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
+
+    def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
+        """The error for a body a door stopped waiting for after `seconds`."""
+        found = route(path)
+        wire = found.wire if found else wrong_path(method, path)[0]
+        digest = _request_digest(method, path, f"slow:{seconds}".encode())
+        error = wire.error(
+            408,
+            f"sandbox: the request body did not arrive within {seconds:g} s, so the sandbox stopped "
+            "waiting for it. Send the whole body at once (any HTTP client or SDK does).",
+            rule=Rule.MALFORMED,
+        )
+        return _error_exchange(method, path, b"", wire, error, None, digest)
 
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
         return wire.error(
             413,
-            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} read); the sandbox "
+            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} announced or read); the sandbox "
             "accepts at most that. Trim the conversation, or start the sandbox with a larger limit.",
             rule=Rule.TOO_LARGE,
         )
 
     def _answer(
-        self, method: str, path: str, body: bytes, wire: WireFormat, conversation: Conversation, client: str
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        wire: WireFormat,
+        conversation: Conversation,
+        client: str,
+        digest: str,
     ) -> Exchange:
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         self._check_tools(wire, scenario, conversation)
@@ -169,10 +211,10 @@ class Engine:
         turn = render_turn(wire, scenario, position, conversation, len(body))
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
-            headers = {"content-type": wire.stream_media_type}
+            headers = {"content-type": wire.stream_media_type, **wire.request_headers(digest)}
         else:
             chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
-            headers = {"content-type": "application/json"}
+            headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
         return Exchange(
             method=method,
             path=path,
@@ -217,6 +259,13 @@ class Engine:
             )
 
 
+def _request_digest(method: str, path: str, body: bytes) -> str:
+    """A hex digest unique to the request: the seed of the request id every answer carries, so the id
+    is the same for the same request on every run and differs between any two requests."""
+    key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
+    return hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
 def caller_key() -> str:
     """Who is asking, for an in-process door: the calling thread, and the asyncio task within it.
 
@@ -229,6 +278,64 @@ def caller_key() -> str:
         task = None
     thread = f"thread:{threading.get_ident()}"
     return thread if task is None else f"{thread}/task:{id(task)}"
+
+
+def _gemini_alt(wire: WireFormat, query: str) -> str:
+    """`sse` or `json` (the default): the response format a Gemini stream's `alt=` asks for."""
+    values = urllib.parse.parse_qs(query, keep_blank_values=True).get("alt", ["json"])
+    alt = values[-1]
+    if alt not in ("sse", "json"):
+        raise wire.error(  # [INF] Google's text for an unknown alt is not captured
+            400,
+            f"sandbox: alt={_printable(alt)!r} is not a response format the sandbox serves: use alt=sse "
+            "(what the SDKs send) for server-sent events, or alt=json (the default) for a JSON array.",
+            rule=Rule.MALFORMED,
+        )
+    return alt
+
+
+def _as_json_array(exchange: Exchange) -> Exchange:
+    """A Gemini stream without alt=sse: the same chunks as one JSON array, `[{...}\r\n,{...}]`."""
+    if exchange.status != 200 or not exchange.is_stream:
+        return exchange
+    frames = [chunk.decode("utf-8").strip().removeprefix("data: ").encode("utf-8") for chunk in exchange.chunks]
+    chunks = tuple(
+        (b"[" if index == 0 else b"\r\n,") + frame + (b"]" if index == len(frames) - 1 else b"")
+        for index, frame in enumerate(frames)
+    )
+    return dataclasses.replace(exchange, headers={"content-type": "application/json"}, chunks=chunks)
+
+
+def _check_items(wire: WireFormat, body: bytes) -> None:
+    """Refuse a request with more than `MAX_ITEMS` messages, parts and tools before the wire format
+    parses and validates them one by one. Anything this cannot read is left to the wire format."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(data, dict):
+        return
+    items = 0
+    for key in ("messages", "input", "contents", "tools"):
+        value = data.get(key)
+        if not isinstance(value, list):
+            continue
+        items += len(value)
+        for entry in value:
+            if isinstance(entry, dict):
+                for inner in ("content", "parts", "functionDeclarations", "function_declarations"):
+                    nested = entry.get(inner)
+                    if isinstance(nested, list):
+                        items += len(nested)
+    if items > MAX_ITEMS:
+        raise wire.error(
+            400,
+            f"sandbox: this request holds {items} messages, content parts and tools; the sandbox accepts "
+            f"at most {MAX_ITEMS}. A conversation that long is a loop that never stopped: bound the "
+            "loop (about 5 rounds), and start a new conversation for a new task.",
+            rule=Rule.TOO_LARGE,
+            code="sandbox_too_many_items",
+        )
 
 
 def _check_size(wire: WireFormat, conversation: Conversation) -> None:
@@ -303,24 +410,22 @@ def _model_not_found(provider: str, model: str) -> str:
     return f"The model `{model}` does not exist or you do not have access to it."
 
 
-def _wire_for_unknown(path: str) -> WireFormat:
-    if path.startswith(("/v1beta/", "/v1alpha/", "/v1/models/")):
-        return get_wire_format("gemini")
-    if path.startswith("/v1/messages"):
-        return get_wire_format("anthropic")
-    return get_wire_format("openai")
-
-
 def _error_exchange(
-    method: str, path: str, body: bytes, wire: WireFormat, error: WireError, conversation: Conversation | None
+    method: str,
+    path: str,
+    body: bytes,
+    wire: WireFormat,
+    error: WireError,
+    conversation: Conversation | None,
+    digest: str,
 ) -> Exchange:
-    headers = {"content-type": "application/json", **error.headers}
+    headers = {"content-type": "application/json", **error.headers, **wire.request_headers(digest)}
     return Exchange(
         method=method,
         path=path,
         status=error.status,
         headers=headers,
-        chunks=(error.body,),
+        chunks=(wire.identified_error_body(error, digest),),
         request_body=body,
         provider=wire.name,
         conversation=conversation,

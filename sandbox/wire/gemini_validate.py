@@ -35,6 +35,7 @@ __all__ = [
     "WirePart",
     "check_fields",
     "check_order",
+    "merge_model_runs",
     "read_request",
 ]
 
@@ -189,6 +190,29 @@ def check_fields(parsed: ParsedRequest) -> None:
         raise Rejection(message, content=lines[0][1])
 
 
+def merge_model_runs(contents: list[WireContent]) -> tuple[list[WireContent], list[int]]:
+    """Adjacent `model` contents as the one model turn the API reads them as, and for each turn the
+    index of its first content.
+
+    google-genai's automatic function calling, streaming, appends every streamed chunk as a content of
+    its own (`contents.extend(model_output)` in `models.py` `generate_content_stream`, python-genai 3.6;
+    the JS SDK does the same), so its next request holds a run of `model` contents ending in the
+    `functionCall` one: the official SDKs' own loop works only because the API takes a run of model
+    contents as one turn. Adjacent `user` contents stay apart: the function responses must sit in the
+    one content right after the calls (a separate content per response gets the G3 error,
+    agentjido/req_llm#525), while plain text after them is accepted (langchain-ai/langchainjs#11477,
+    checked against the live API)."""
+    merged: list[WireContent] = []
+    starts: list[int] = []
+    for index, content in enumerate(contents):
+        if merged and content.effective_role == "model" and merged[-1].effective_role == "model":
+            merged[-1] = WireContent("model", [*merged[-1].parts, *content.parts])
+            continue
+        merged.append(content)
+        starts.append(index)
+    return merged, starts
+
+
 def check_order(contents: list[WireContent]) -> None:
     """Layer 3: reference B.6's walk over `contents`; the first violation wins."""
     for index, content in enumerate(contents):
@@ -217,7 +241,15 @@ def check_order(contents: list[WireContent]) -> None:
 
 
 def _load(body: bytes) -> dict[str, Any]:
-    text = body.decode("utf-8", errors="replace")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # [INF] protobuf's JSON parser refuses bytes that are not UTF-8 ("Encountered non UTF-8 code
+        # points."), as the other three providers refuse them with a 400; never silently replaced.
+        shown = body.decode("utf-8", errors="replace")
+        raise _json_failure(
+            shown, len(body[: exc.start].decode("utf-8")), "Encountered non UTF-8 code points."
+        ) from None
     if not text.strip():
         return {}  # [INF] an empty body converts to an empty message; "contents is not specified" follows
     problem: str | None
