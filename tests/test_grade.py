@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import get_scenario
+import sandbox
+from sandbox import get_scenario, skyl
 from sandbox.cli import main
 from sandbox.grading._lessons import CONCURRENT, REPORT, STREAM, TOOL_FAILED, Lesson, lesson_for
 from sandbox.grading._program_cases import CASES
 from sandbox.grading._program_dialogue import PROVIDER_STOPS, ProgramDialogue
+from sandbox.grading._sent import read_sent
 from sandbox.wire import Rule
 
 HERE = Path(__file__).resolve().parent
@@ -116,6 +118,24 @@ def test_a_failing_tool_answers_with_its_error() -> None:
         failing={"get_weather(city='Pariss')": "no such city"},
     )
     assert json.loads(out)["runs"] == [[200, {"error": "no such city"}]]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_a_refused_request_is_read_for_its_transcript(provider: str) -> None:
+    """A program has no recording client: the messages of a request the provider refused are read from
+    its body, so the failure can show the conversation (the lesson's DON'T: the turn rebuilt as text)."""
+    door = sandbox.transport("single_call")
+    client = skyl.Client(provider, transport=door)
+    request = skyl.Request(model="single_call", messages=[skyl.user_text("hi")], tools=list(door.engine.pinned.tools))
+    call = client.complete(request).tool_calls()[0]
+    request.messages += [skyl.assistant_text("Let me check."), skyl.tool_result_message(call.id, "18C, clear")]
+    with pytest.raises(skyl.ProviderError):
+        client.complete(request)
+    refused = door.journal[-1]
+    assert refused.conversation is None and refused.error is not None
+    messages = read_sent([refused])[refused.request_body]
+    assert [message.role for message in messages] == ["user", "assistant", "tool"]
+    assert messages[1].tool_calls() == [] and messages[2].tool_results()[0].content == "18C, clear"
 
 
 def test_the_reference_program_passes_every_challenge(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from ..wire.anthropic import _neutral as _anthropic_neutral
 from ..wire.anthropic_validate import Invalid, load_json, validate_schema
 from ..wire.gemini import _to_neutral as _gemini_neutral
 from ..wire.gemini_validate import Rejection as GeminiRejection
-from ..wire.gemini_validate import read_request
+from ..wire.gemini_validate import merge_model_runs, read_request
 from ..wire.openai_chat import _neutral_message
 from ..wire.openai_chat_validate import Rejection as ChatRejection
 from ..wire.openai_chat_validate import load_body
@@ -39,7 +39,8 @@ def sent_messages(exchange: Exchange) -> tuple[Message, ...] | None:
         if found.provider == "anthropic":
             return tuple(_anthropic_neutral(validate_schema(load_json(exchange.request_body))).messages)
         if found.provider == "gemini":
-            return tuple(_gemini_neutral(read_request(exchange.request_body))[0])
+            parsed = read_request(exchange.request_body)
+            return tuple(_gemini_neutral(parsed, *merge_model_runs(parsed.contents))[0])
     except (ChatRejection, Invalid, GeminiRejection, LookupError, TypeError, ValueError, AttributeError):
         return None  # not even the shape was right: the provider's own message says what is wrong
     return None  # OpenAI Responses: its parser checks shape and order in one pass
