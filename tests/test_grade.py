@@ -18,6 +18,7 @@ import pytest
 import sandbox
 from sandbox import get_scenario, skyl
 from sandbox.cli import main
+from sandbox.grading._endpoint import Endpoint
 from sandbox.grading._lessons import CONCURRENT, REPORT, STREAM, TOOL_FAILED, Lesson, lesson_for
 from sandbox.grading._program_cases import CASES
 from sandbox.grading._program_dialogue import PROVIDER_STOPS, ProgramDialogue
@@ -37,7 +38,11 @@ def run_snippet(
     code: str, *args: str, scenario: str = "parallel_calls", **options: object
 ) -> tuple[ProgramDialogue, str]:
     talk = ProgramDialogue(get_scenario(scenario), "anthropic", **options)  # type: ignore[arg-type]
-    run = talk.run([sys.executable, "-c", code, *args], 30)
+    endpoint = Endpoint()
+    try:
+        run = talk.run([sys.executable, "-c", code, *args], 30, endpoint)
+    finally:
+        endpoint.close()
     assert run.returncode == 0, run.stderr
     return talk, run.stdout
 
@@ -105,7 +110,7 @@ def test_the_sandbox_describes_the_tools_and_runs_them() -> None:
     assert time[0] == 200 and "unknown tool 'get_time'" in time[1]["error"]
     assert nowhere[0] == 200 and "not a call the model asked for" in nowhere[1]["error"]
     assert bad[0] == 200 and bad[1]["error"].startswith('a tool run is {"name"')
-    assert not_json[0] == 400 and "a tool run takes a JSON body" in not_json[1]["error"]
+    assert not_json[0] == 400 and "a tool run takes a JSON body" in json.dumps(not_json[1])
     assert [reply.failure for _, _, reply in talk.desk.runs] == ["", "unknown", "not_asked"]
 
 

@@ -3,8 +3,8 @@
 The environment tells the program everything it needs:
 
     SANDBOX_WIRE            openai | openai-responses | anthropic | gemini: the wire format to speak
-    SANDBOX_BASE_URL        the private sandbox of this case, e.g. http://127.0.0.1:41234: append
-                            paths to it as they are (it has no trailing slash, and may carry a path)
+    SANDBOX_BASE_URL        the private sandbox of this case, e.g. http://127.0.0.1:41234/k3Qx...:
+                            append paths to it as they are (no trailing slash; it carries a secret path)
     OPENAI_BASE_URL         SANDBOX_BASE_URL + "/v1"   (read by the official OpenAI SDKs)
     ANTHROPIC_BASE_URL      SANDBOX_BASE_URL           (read by the official Anthropic SDKs)
     GOOGLE_GEMINI_BASE_URL  SANDBOX_BASE_URL           (read by the official google-genai SDKs)

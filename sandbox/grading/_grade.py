@@ -1,10 +1,10 @@
 """`sandbox grade`: grade a program in any language, case by case, with the challenges' verdicts.
 
 Each case (challenge x scenario x wire format) runs the program once against a fresh private sandbox
-(`ProgramDialogue`), and its verdict is the one `pytest challenges/` gives Python code: the same
-transcripts, provider errors, rules and hints, the same tallies and summary, and the same Gradescope
-`results.json`, written before the first case and after every case. The exit status comes from the
-tallies: 0 only when every case passed.
+(`ProgramDialogue`, a door of its own on the grader's loopback `Endpoint`), and its verdict is the
+one `pytest challenges/` gives Python code: the same transcripts, provider errors, rules and hints,
+the same tallies and summary, and the same Gradescope `results.json`, written before the first case
+and after every case. The exit status comes from the tallies: 0 only when every case passed.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pytest
 
 from .._catalogue import get_scenario
 from .._scenario import Scenario
+from ._endpoint import Endpoint
 from ._program import ProgramRun, run_program
 from ._program_cases import CASES, Case
 from ._program_dialogue import ProgramDialogue
@@ -37,6 +38,16 @@ OVERLAP_WAIT = 2.0
 another process, started by a runtime we do not know, on a machine that may be busy: a generous
 wait costs nothing when they do overlap, and only one case when they do not."""
 AFTER_SEQUENTIAL = 0.05
+
+
+@dataclass
+class Session:
+    """What every case of one `sandbox grade` run shares: the program, the limits, the endpoint."""
+
+    command: Sequence[str]
+    limits: Limits
+    endpoint: Endpoint
+    cwd: str | None = None
 
 
 class Limits:
@@ -105,19 +116,22 @@ def grade(
     if build:
         echo(f"Building: {build}")
     broken = _build(build, cwd) if build else None
-    deadlines = Limits(timeout)
     outcomes: dict[str, tuple[str, str]] = {}
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
-    current = ""
-    for item in planned:
-        if item.challenge != current:
-            current = item.challenge
-            echo(f"\n{current} ", end="")
-        outcome, output = (FAILED, broken) if broken else _grade_case(command, item, deadlines, cwd)
-        outcomes[item.nodeid] = (outcome, output)
-        echo("." if outcome == PASSED else "F", end="")
-        if results is not None:
-            results.record(item.nodeid, outcome, output)
+    session = Session(command, Limits(timeout), Endpoint(), cwd)
+    try:
+        current = ""
+        for item in planned:
+            if item.challenge != current:
+                current = item.challenge
+                echo(f"\n{current} ", end="")
+            outcome, output = (FAILED, broken) if broken else _grade_case(session, item)
+            outcomes[item.nodeid] = (outcome, output)
+            echo("." if outcome == PASSED else "F", end="")
+            if results is not None:
+                results.record(item.nodeid, outcome, output)
+    finally:
+        session.endpoint.close()
     echo("")
     _print_failures(planned, outcomes, out)
     tallies: dict[str, Tally] = {}
@@ -133,19 +147,19 @@ def grade(
     return 0 if all(outcome == PASSED for outcome, _ in outcomes.values()) else 1
 
 
-def _grade_case(command: Sequence[str], item: Planned, deadlines: Limits, cwd: str | None) -> tuple[str, str]:
+def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
     """The case's verdict: on its scenario, or on every scenario its strategy draws."""
     try:
         if item.case.generated:
-            _judge_generated(command, item, deadlines, cwd)
+            _judge_generated(session, item)
         else:
-            _judge(command, item, get_scenario(item.case.scenario), deadlines, cwd)
+            _judge(session, item, get_scenario(item.case.scenario))
     except pytest.fail.Exception as failure:
         return FAILED, str(failure.msg)
     return PASSED, ""
 
 
-def _judge_generated(command: Sequence[str], item: Planned, deadlines: Limits, cwd: str | None) -> None:
+def _judge_generated(session: Session, item: Planned) -> None:
     """As the Python tests grade a property: reproducible examples, no shrinking (see `_generated`).
     Hypothesis's own report of the failing example is left out: the transcript shows the scenario."""
     from hypothesis import given, reporting
@@ -158,7 +172,7 @@ def _judge_generated(command: Sequence[str], item: Planned, deadlines: Limits, c
     @_generated.GRADING
     @given(scenario=strategy)
     def check(scenario: Scenario) -> None:
-        _judge(command, item, scenario, deadlines, cwd)
+        _judge(session, item, scenario)
 
     try:
         with reporting.with_reporter(lambda _: None):
@@ -180,22 +194,22 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error.__cause__] if error.__cause__ is not None else [error]
 
 
-def _judge(command: Sequence[str], item: Planned, scenario: Scenario, deadlines: Limits, cwd: str | None) -> None:
+def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
     """Run the program once on `scenario`; return if it passed, fail (pytest.fail) with the feedback."""
     case = item.case
+    limits = session.limits
     talk = ProgramDialogue(
         scenario,
         item.provider,
         stream=case.stream,
         failing=case.failing,
         unknown_tools=case.unknown_tools,
-        concurrency_wait=deadlines.overlap_wait(item.challenge) if case.concurrent else None,
+        concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
         refuse=case.refuse,
     )
-    seconds = deadlines.deadline(item.challenge)
-    run = talk.run(command, seconds, cwd=cwd)
+    run = talk.run(session.command, limits.deadline(item.challenge), session.endpoint, cwd=session.cwd)
     if run.timed_out:
-        deadlines.record_hang(item.challenge)
+        limits.record_hang(item.challenge)
     if case.expect == "answer":
         talk.expect_answer(run, bound=5)
     elif case.expect == "refused":
@@ -207,8 +221,8 @@ def _judge(command: Sequence[str], item: Planned, scenario: Scenario, deadlines:
     if case.stream:
         talk.expect_streamed()
     if case.concurrent:
-        if talk.desk.one_at_a_time is not None:
-            deadlines.record_sequential(item.challenge)
+        if talk.probe is not None and talk.probe.one_at_a_time is not None:
+            limits.record_sequential(item.challenge)
         talk.expect_concurrent()
 
 

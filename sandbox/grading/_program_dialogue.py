@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .._engine import Engine, Exchange
+from .._engine import Engine
 from .._scenario import Scenario
 from .._transport import Journal
 from .._types import ToolCall
@@ -24,10 +24,11 @@ from ._checks import EXPECT_ERROR, missing_from_report
 from ._clients import Sent
 from ._contract import environment
 from ._dialogue import BUDGET
+from ._endpoint import Endpoint
 from ._feedback import Feedback
 from ._lessons import BOUND, CONCURRENT, END, REPORT, STREAM, TOOL_FAILED, Lesson
+from ._probe import ConcurrencyProbe
 from ._program import ProgramRun, run_program
-from ._program_server import Endpoint
 from ._refusal import refusal, refusal_text
 from ._sent import read_sent
 from ._tooldesk import ToolDesk, scripted_key
@@ -60,7 +61,7 @@ PROVIDER_STOPS = Lesson(
     "and printing an earlier turn hides that the model never answered. Exit non-zero with the error on stderr.",
 )
 DESCRIBE_PATH = "/tools"
-"""`GET` it for the scenario's tools; `POST /tools/run` runs one (`_program_server.TOOLS_PATH`)."""
+"""`GET` it for the scenario's tools; `POST /tools/run` runs one (`_endpoint.TOOLS_PATH`)."""
 _SHOWN_LINES = 12
 _GAVE_UP = re.compile(r"gave up|give up|giving up|rounds?\b|bound|limit|max", re.IGNORECASE)
 """Words of a report that a program wrote on purpose, rather than a crash's."""
@@ -88,9 +89,9 @@ class ProgramDialogue(Verdicts):
         self.budget = BUDGET
         self.journal = Journal(None)
         self.engine = Engine(scenario, budget=BUDGET)
-        self.desk = ToolDesk(
-            scenario, self.journal, failing=self.failing, unknown_tools=self.unknown_tools, wait=concurrency_wait
-        )
+        self.desk = ToolDesk(scenario, self.journal, failing=self.failing, unknown_tools=self.unknown_tools)
+        self.probe = ConcurrencyProbe(self.journal, _no_output, wait=concurrency_wait) if concurrency_wait else None
+        """With a `concurrency_wait`, each tool run waits that long for its turn's other calls (challenge 08)."""
         self.refuse = refuse
         """With `refuse=N`, the provider refuses request N and every later one as too long (`_refusal`);
         refusals are not journaled: the journal holds what the provider accepted."""
@@ -104,46 +105,50 @@ class ProgramDialogue(Verdicts):
     def actor(self) -> str:
         return "your program"
 
-    def run(self, command: Sequence[str], seconds: float, *, cwd: str | None = None) -> ProgramRun:
-        """Serve a private sandbox, run the program against it once, and read what it sent."""
-        with Endpoint(self) as endpoint:
+    def run(self, command: Sequence[str], seconds: float, endpoint: Endpoint, *, cwd: str | None = None) -> ProgramRun:
+        """Open this case's door on the grader's endpoint (a secret base URL of its own), run the
+        program against it once, close the door, and read what it sent."""
+        base = endpoint.open(self)
+        try:
             env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
             env.update(
                 environment(
-                    self.provider,
-                    endpoint.base_url,
-                    model=self.scenario.name,
-                    prompt=self.scenario.prompt,
-                    stream=self.stream,
+                    self.provider, base, model=self.scenario.name, prompt=self.scenario.prompt, stream=self.stream
                 )
             )
             result = run_program(command, env, seconds, cwd=cwd)
+        finally:
+            endpoint.close_door(base)
         self.sent = read_sent(list(self.journal))
         return result
 
-    def model(self, method: str, path: str, body: bytes) -> Exchange:
-        """One request, on the server's thread. `GET /tools` describes the tools. A model request is
-        refused as too long from request `refuse` on, otherwise answered by the engine and journaled."""
+    # -- the door the endpoint serves (on its event loop) -------------------------------------------
+
+    def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        """One request. `GET /tools` describes the tools. A model request is refused as too long from
+        request `refuse` on, otherwise answered by the engine and journaled."""
         if method == "GET" and path == DESCRIBE_PATH:
-            tools = json.dumps(self.desk.describe()).encode()
-            return Exchange(method, path, 200, {"content-type": "application/json"}, (tools,), body)
+            return 200, {"content-type": "application/json"}, json.dumps(self.desk.describe()).encode()
         self.requests += 1
         if self.refuse is not None and self.requests >= self.refuse:
             self.refused += 1
             error = refusal(self.provider)
-            headers = {"content-type": "application/json", **error.headers}
-            return Exchange(method, path, error.status, headers, (error.body,), body, self.provider, error=error)
+            return error.status, {"content-type": "application/json", **error.headers}, error.body
         exchange = self.engine.handle(method, path, body)
         self.journal.append(exchange)
-        return exchange
+        return exchange.status, exchange.headers, exchange.body
 
-    def tool(self, payload: Any) -> dict[str, Any]:
-        """One tool run: `{"name": ..., "arguments": {...}}` in, `{"output": ...}` or `{"error": ...}` out."""
+    async def tool(self, payload: Any) -> dict[str, Any]:
+        """One tool run: `{"name": ..., "arguments": {...}}` in, `{"output": ...}` or `{"error": ...}` out.
+        For challenge 08 a call the model asked for first waits for its turn's other calls (the probe)."""
         name = payload.get("name") if isinstance(payload, dict) else None
         arguments = payload.get("arguments", {}) if isinstance(payload, dict) else None
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return {"error": 'a tool run is {"name": "<the call\'s name>", "arguments": {<the call\'s arguments>}}'}
-        return self.desk.run(name, arguments).as_json()
+        reply = self.desk.run(name, arguments)
+        if self.probe is not None and reply.failure in ("", "raised"):
+            await self.probe.run(ToolCall(f"run {len(self.desk.runs)}", name, dict(arguments)))
+        return reply.as_json()
 
     def expected(self, call: ToolCall) -> object:
         key = scripted_key(self.scenario, call.name, call.arguments)
@@ -280,12 +285,12 @@ class ProgramDialogue(Verdicts):
                 )
 
     def expect_concurrent(self) -> None:
-        """The calls of each turn were all in flight at once (the tool desk waited to see them)."""
-        if self.desk.one_at_a_time is not None:
-            number, call = self.desk.one_at_a_time
+        """The calls of each turn were all in flight at once (the probe waited to see them)."""
+        if self.probe is not None and self.probe.one_at_a_time is not None:
+            number, call = self.probe.one_at_a_time
             self.fail(
                 f"{self.actor} ran the calls of turn {number} one at a time: the run of "
-                f"{describe_call(call, with_id=False)} ({call.id} of the turn) waited {self.desk.wait:g} s for "
+                f"{describe_call(call, with_id=False)} waited {self.probe.wait:g} s for "
                 "the turn's other calls to start, and none did.",
                 lesson=RUN_CONCURRENTLY,
             )
@@ -344,3 +349,8 @@ def _stderr(run: ProgramRun) -> list[str]:
     shown = lines[-_SHOWN_LINES:]
     cut = f" (last {len(shown)} of {len(lines)} lines)" if len(shown) < len(lines) else ""
     return [f"Its stderr{cut}:", *(f"    {line}" for line in shown)]
+
+
+def _no_output(call: ToolCall) -> str:
+    """The probe's output function: only its waiting is used here; the desk answers the call."""
+    return ""
