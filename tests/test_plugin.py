@@ -163,7 +163,7 @@ def test_hang_fails_its_own_test_with_a_message(pytester: pytest.Pytester) -> No
     make_course(pytester, BUSY_HANG)
     started = time.monotonic()
     result = pytester.runpytest("challenges", "--challenge-timeout", "0.5")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 120  # cut off, not run forever: generous for a busy machine
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
