@@ -29,6 +29,7 @@ from ._lessons import (
     BOUND,
     CONCURRENT,
     END,
+    GATHER_LIST,
     MISSING,
     PROVIDER_FAILED,
     REPORT,
@@ -313,10 +314,17 @@ class Dialogue(Verdicts):
                 lesson=ASYNCIO_RUN,
             )
         if tools:
+            after = (
+                f"and {self.function}() raised {type(error).__name__}:"
+                if error is not None
+                else "and a coroutine object went where its output belongs."
+            )
+            frames = self._frames(error) if error is not None else []
+            gather_list = isinstance(error, TypeError) and bool(frames) and "gather(" in (frames[-1].line or "")
             self.fail(
-                f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, "
-                "and a coroutine object went where its output belongs.",
-                lesson=AWAIT,
+                f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, {after}",
+                details=self.learner_frames(error),
+                lesson=GATHER_LIST if gather_list else AWAIT,
             )
 
     def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Response:
@@ -550,10 +558,16 @@ class Dialogue(Verdicts):
         frames = self._frames(error)
         last = self.journal.last
         deliberate = bool(frames) and (frames[-1].line or "").lstrip().startswith("raise")
-        if not deliberate or last is None or last.turn is None or not last.turn.message.tool_calls():
+        if not deliberate or last is None or last.turn is None:
             return None
+        said = last.turn.raw_stop_reason or last.turn.stop_reason.value
+        if not last.turn.message.tool_calls():
+            return Lesson(
+                END.rule,
+                f"The loop raised after request {len(self.journal)}, whose turn carried no tool calls: that turn "
+                f"is the model's answer, whatever its stop reason ({said!r}) says. Return it.",
+            )
         if last.turn.stop_reason is not StopReason.TOOL_USE:
-            said = last.turn.raw_stop_reason or last.turn.stop_reason.value
             return Lesson(
                 END.rule,
                 f"The loop raised after request {len(self.journal)}, whose turn said stop reason {said!r} but "

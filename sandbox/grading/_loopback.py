@@ -141,20 +141,26 @@ class _Transport(httpx.BaseTransport):
 
 
 class AsyncConnections:
-    """The asyncio twin of `Connections`, for one event loop."""
+    """The asyncio twin of `Connections`. Connections are kept for the event loop that first used them
+    (the one running the learner's coroutine); a learner may also await a tool on loops of its own
+    (threads that each call asyncio.run), whose connections are used once and closed on that loop."""
 
     def __init__(self, base: str) -> None:
         parts = urlsplit(base)
         self.host = parts.netloc
         self._address = (parts.hostname or "127.0.0.1", parts.port or 80)
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self._home: asyncio.AbstractEventLoop | None = None
 
     async def exchange(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         data = _request_bytes(method, target, self.host, headers, body)
+        loop = asyncio.get_running_loop()
+        self._home = self._home or loop
+        home = loop is self._home
         for attempt in range(2):
-            if self._idle and not attempt:
+            if home and self._idle and not attempt:
                 reader, writer = self._idle.pop()
             else:
                 reader, writer = await asyncio.open_connection(*self._address)
@@ -168,7 +174,11 @@ class AsyncConnections:
                 if attempt:
                     raise
                 continue
-            self._idle.append((reader, writer))
+            if home:
+                self._idle.append((reader, writer))
+            else:
+                writer.close()
+                await writer.wait_closed()
             return status, response_headers, content
         raise AssertionError("unreachable")  # pragma: no cover
 
