@@ -124,7 +124,7 @@ class ProgramDialogue(Verdicts):
 
     # -- the door the endpoint serves (on its event loop) -------------------------------------------
 
-    def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]:
         """One request. `GET /tools` describes the tools. A model request is refused as too long from
         request `refuse` on, otherwise answered by the engine and journaled."""
         if method == "GET" and path == DESCRIBE_PATH:
@@ -134,7 +134,7 @@ class ProgramDialogue(Verdicts):
             self.refused += 1
             error = refusal(self.provider)
             return error.status, {"content-type": "application/json", **error.headers}, error.body
-        exchange = self.engine.handle(method, path, body)
+        exchange = self.engine.handle(method, path, body, query=query)
         self.journal.append(exchange)
         return exchange.status, exchange.headers, exchange.body
 
