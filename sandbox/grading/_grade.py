@@ -9,6 +9,7 @@ and after every case. The exit status comes from the tallies: 0 only when every 
 
 from __future__ import annotations
 
+import importlib
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -162,14 +163,16 @@ def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
 def _judge_generated(session: Session, item: Planned) -> None:
     """As the Python tests grade a property: reproducible examples, no shrinking (see `_generated`).
     Hypothesis's own report of the failing example is left out: the transcript shows the scenario."""
-    from hypothesis import given, reporting
+    from hypothesis import given, reporting, settings
     from hypothesis.errors import Flaky
 
-    from . import _generated
-
+    # Through sys.modules, as `sandbox.grading.__getattr__` does: a package attribute could be a copy
+    # built on a hypothesis that an in-process pytest run has since dropped.
+    _generated = importlib.import_module(f"{__package__}._generated")
+    grading: settings = _generated.GRADING
     strategy = getattr(_generated, item.case.generated)(**item.case.options)
 
-    @_generated.GRADING
+    @grading
     @given(scenario=strategy)
     def check(scenario: Scenario) -> None:
         _judge(session, item, scenario)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 )
@@ -53,9 +54,13 @@ func (sb *Sandbox) Tools(ctx context.Context) ([]Tool, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
 	var tools []Tool
-	if err := json.NewDecoder(resp.Body).Decode(&tools); err != nil {
-		return nil, fmt.Errorf("reading the sandbox's tools: %w", err)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &tools) != nil {
+		return nil, fmt.Errorf("GET %s/tools answered %d: %s", sb.BaseURL, resp.StatusCode, data)
 	}
 	return tools, nil
 }
