@@ -25,7 +25,8 @@ from ._exceptions import ScenarioError, UsageError
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._types import ToolCall
-from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
+from ._wrong_path import wrong_path
+from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
 from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key"]
@@ -137,11 +138,13 @@ class Engine:
         (a direct call, no URL) streams SSE.
         """
         found = route(path)
-        wire = found.wire if found else _wire_for_unknown(path)
+        digest = _request_digest(method, path, body)
+        if found is None or method.upper() != "POST":
+            wire, not_found = wrong_path(method, path)
+            return _error_exchange(method, path, body, wire, not_found, None, digest)
+        wire = found.wire
         conversation: Conversation | None = None
         try:
-            if found is None or method.upper() != "POST":
-                raise wire.error(404, f"Invalid URL ({method.upper()} {path})", rule=Rule.NOT_FOUND)
             array = found.stream and query is not None and _gemini_alt(wire, query) == "json"
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
@@ -149,32 +152,34 @@ class Engine:
                 _check_items(wire, body)
             conversation = wire.parse_request(body, path_model=found.model, path_stream=found.stream)
             _check_size(wire, conversation)
-            exchange = self._answer(method, path, body, wire, conversation, client)
+            exchange = self._answer(method, path, body, wire, conversation, client, digest)
             return _as_json_array(exchange) if array else exchange
         except WireError as error:
-            return _error_exchange(method, path, body, wire, error, conversation)
+            return _error_exchange(method, path, body, wire, error, conversation, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             message = _printable(f"sandbox internal error: {type(exc).__name__}: {exc}")
             internal = wire.error(500, message, rule=Rule.MALFORMED)
-            return _error_exchange(method, path, body, wire, internal, conversation)
+            return _error_exchange(method, path, body, wire, internal, conversation, digest)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
         found = route(path)
-        wire = found.wire if found else _wire_for_unknown(path)
-        return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None)
+        wire = found.wire if found else wrong_path(method, path)[0]
+        digest = _request_digest(method, path, f"oversized:{size}".encode())
+        return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
         """The error for a body a door stopped waiting for after `seconds`."""
         found = route(path)
-        wire = found.wire if found else _wire_for_unknown(path)
+        wire = found.wire if found else wrong_path(method, path)[0]
+        digest = _request_digest(method, path, f"slow:{seconds}".encode())
         error = wire.error(
             408,
             f"sandbox: the request body did not arrive within {seconds:g} s, so the sandbox stopped "
             "waiting for it. Send the whole body at once (any HTTP client or SDK does).",
             rule=Rule.MALFORMED,
         )
-        return _error_exchange(method, path, b"", wire, error, None)
+        return _error_exchange(method, path, b"", wire, error, None, digest)
 
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
         return wire.error(
@@ -185,7 +190,14 @@ class Engine:
         )
 
     def _answer(
-        self, method: str, path: str, body: bytes, wire: WireFormat, conversation: Conversation, client: str
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        wire: WireFormat,
+        conversation: Conversation,
+        client: str,
+        digest: str,
     ) -> Exchange:
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         self._check_tools(wire, scenario, conversation)
@@ -199,10 +211,10 @@ class Engine:
         turn = render_turn(wire, scenario, position, conversation, len(body))
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
-            headers = {"content-type": wire.stream_media_type}
+            headers = {"content-type": wire.stream_media_type, **wire.request_headers(digest)}
         else:
             chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
-            headers = {"content-type": "application/json"}
+            headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
         return Exchange(
             method=method,
             path=path,
@@ -245,6 +257,13 @@ class Engine:
                 param="tools",
                 code="sandbox_missing_tool",
             )
+
+
+def _request_digest(method: str, path: str, body: bytes) -> str:
+    """A hex digest unique to the request: the seed of the request id every answer carries, so the id
+    is the same for the same request on every run and differs between any two requests."""
+    key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
+    return hashlib.blake2b(key, digest_size=16).hexdigest()
 
 
 def caller_key() -> str:
@@ -391,24 +410,22 @@ def _model_not_found(provider: str, model: str) -> str:
     return f"The model `{model}` does not exist or you do not have access to it."
 
 
-def _wire_for_unknown(path: str) -> WireFormat:
-    if path.startswith(("/v1beta/", "/v1alpha/", "/v1/models/")):
-        return get_wire_format("gemini")
-    if path.startswith("/v1/messages"):
-        return get_wire_format("anthropic")
-    return get_wire_format("openai")
-
-
 def _error_exchange(
-    method: str, path: str, body: bytes, wire: WireFormat, error: WireError, conversation: Conversation | None
+    method: str,
+    path: str,
+    body: bytes,
+    wire: WireFormat,
+    error: WireError,
+    conversation: Conversation | None,
+    digest: str,
 ) -> Exchange:
-    headers = {"content-type": "application/json", **error.headers}
+    headers = {"content-type": "application/json", **error.headers, **wire.request_headers(digest)}
     return Exchange(
         method=method,
         path=path,
         status=error.status,
         headers=headers,
-        chunks=(error.body,),
+        chunks=(wire.identified_error_body(error, digest),),
         request_body=body,
         provider=wire.name,
         conversation=conversation,

@@ -74,8 +74,10 @@ def replay(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> 
     position = Position()
     messages = conversation.messages
     last = max((index for index, message in enumerate(messages) if message.role == "assistant"), default=-1)
-    for index, message in enumerate(messages):
-        if message.role != "assistant":
+    index = 0
+    while index < len(messages):
+        if messages[index].role != "assistant":
+            index += 1
             continue
         if position.script_index >= len(scenario.steps):
             raise _finished(wire, scenario, conversation, index)
@@ -84,13 +86,16 @@ def replay(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> 
         reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
         wire.check_reasoning(conversation, index, reasoning, last=index == last)
         expected = expected_calls(wire, scenario, step, position.step)
-        _compare(wire, scenario, conversation, index, position.step, message, expected)
-        answers = _answers(wire, conversation, index, expected)
+        group = _turn_group(wire, messages, index, expected)
+        echoed = [call for member in group for call in messages[member].tool_calls()]
+        _compare(wire, scenario, conversation, index, position.step, echoed, expected)
+        answers = _answers(wire, conversation, group, echoed, expected)
         position.last = [answer.content for answer in answers]
         position.results.extend(position.last)
         position.step += 1
         if not _repeats(step, answers):
             position.script_index += 1
+        index = group[-1] + 1
     if position.script_index >= len(scenario.steps):
         raise _finished(wire, scenario, conversation, None)
     return position
@@ -114,17 +119,46 @@ def _answers_after(messages: list[Message], index: int) -> dict[str, ToolResult]
     return answers
 
 
-def _answers(wire: WireFormat, conversation: Conversation, index: int, expected: list[ToolCall]) -> list[ToolResult]:
-    """The result for each call of the turn at `index`, in call order (echoed ids: Gemini's are positional)."""
-    answers = _answers_after(conversation.messages, index)
-    echoed = conversation.messages[index].tool_calls()
+def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected: list[ToolCall]) -> list[int]:
+    """The assistant messages that together hold the turn starting at `index`: that one message, or,
+    for a parallel turn split into one assistant message per call with each call's result after it
+    (`assistant[call A], tool[A], assistant[call B], tool[B]`, as openai-agents' LiteLLM model sends
+    Anthropic and Gemini histories), every message of the split. Real providers accept the split,
+    since each result follows its call; it is only taken as one turn when the pieces make up exactly
+    the calls the step made, in order, so a duplicated or edited turn is still reported."""
+    group = [index]
+    calls = messages[index].tool_calls()
+    following = index + 1
+    while 0 < len(calls) < len(expected) and _same_calls(wire, calls, expected[: len(calls)]):
+        while following < len(messages) and messages[following].role == "tool":
+            following += 1
+        if following == len(messages) or messages[following].role != "assistant":
+            break
+        more = messages[following].tool_calls()
+        if not more or not _same_calls(wire, calls + more, expected[: len(calls) + len(more)]):
+            break
+        group.append(following)
+        calls = calls + more
+        following += 1
+    return group if len(calls) == len(expected) else [index]
+
+
+def _answers(
+    wire: WireFormat, conversation: Conversation, group: list[int], echoed: list[ToolCall], expected: list[ToolCall]
+) -> list[ToolResult]:
+    """The result for each call of the turn, in call order (echoed ids: Gemini's are positional)."""
+    answers: dict[str, ToolResult] = {}
+    for member in group:
+        for call_id, result in _answers_after(conversation.messages, member).items():
+            answers.setdefault(call_id, result)
+    index = group[0]
     results = []
     for position, call in enumerate(expected):
         echoed_id = echoed[position].id
         if echoed_id not in answers:
             raise wire.error(
                 400,
-                f"sandbox: the tool call {_describe(call)} in {conversation.paths[index]} has no result "
+                f"sandbox: the tool call {_describe(wire, call)} in {conversation.paths[index]} has no result "
                 "before the next model turn. Append one tool result per call, right after the turn "
                 "that made them; a call with no result should get an error result, never silence.",
                 rule=Rule.MISSING_RESULT,
@@ -142,14 +176,13 @@ def _compare(
     conversation: Conversation,
     index: int,
     step_number: int,
-    message: Message,
+    echoed: list[ToolCall],
     expected: list[ToolCall],
 ) -> None:
-    echoed = message.tool_calls()
     if _same_calls(wire, echoed, expected):
         return
     where = conversation.paths[index]
-    sent = ", ".join(_describe(call) for call in expected) or "no tool calls (its final answer)"
+    sent = ", ".join(_describe(wire, call) for call in expected) or "no tool calls (its final answer)"
     if expected and not echoed:
         detail = (
             "it has no tool calls. A real provider accepts this, but the model has lost its own calls "
@@ -157,7 +190,7 @@ def _compare(
             "text-only reconstruction such as skyl.assistant_text(resp.text())."
         )
     else:
-        got = ", ".join(_describe(call) for call in echoed) or "no tool calls"
+        got = ", ".join(_describe(wire, call) for call in echoed) or "no tool calls"
         detail = (
             f"it has {got}. Append each response's message exactly once, unchanged, in the order the responses arrived."
         )
@@ -183,9 +216,11 @@ def _same_calls(wire: WireFormat, echoed: list[ToolCall], expected: list[ToolCal
     return True
 
 
-def _describe(call: ToolCall) -> str:
+def _describe(wire: WireFormat, call: ToolCall) -> str:
+    """The call as a learner would recognise it; its id only where the wire carries one (Gemini's
+    calls have none, and naming the sandbox's internal placeholder would point at nothing)."""
     args = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
-    return f"{call.name}({args}) [id {call.id}]"
+    return f"{call.name}({args}) [id {call.id}]" if wire.has_call_ids else f"{call.name}({args})"
 
 
 def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, index: int | None) -> WireError:

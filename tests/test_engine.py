@@ -108,7 +108,43 @@ def test_pinned_scenario_ignores_the_model_name(provider: str) -> None:
 def test_unknown_path_gets_a_provider_shaped_404(method: str, path: str, status: int) -> None:
     exchange = sandbox.Engine().handle(method, path, b"{}")
     assert exchange.status == status
-    assert json.loads(exchange.body)["error"]["message"] == f"Invalid URL ({method} {path})"
+    assert json.loads(exchange.body)["error"]["message"].startswith(f"Invalid URL ({method} {path})\n\nsandbox: ")
+
+
+@pytest.mark.parametrize(
+    ("path", "provider", "fix"),
+    [
+        ("/v1/v1/messages", "anthropic", "the path repeats /v1: remove /v1 from the end of the client's base URL"),
+        ("/messages", "anthropic", "the path lacks /v1: end the client's base URL with /v1"),
+        ("/models/single_call:generateContent", "gemini", "the path lacks /v1beta"),
+        ("/v1beta/v1beta/models/x:streamGenerateContent", "gemini", "the path repeats /v1beta"),
+        ("/v1/v1/chat/completions", "openai", "the path repeats /v1"),
+        ("/api/v1/responses", "openai-responses", "the path has '/api' before /v1: remove it"),
+    ],
+)
+def test_a_wrong_base_url_gets_the_meant_providers_404_naming_the_right_one(path: str, provider: str, fix: str) -> None:
+    """Clients disagree on what a base URL includes; the 404 says which provider and which base URL."""
+    exchange = sandbox.Engine().handle("POST", path, b"{}")
+    assert (exchange.status, exchange.provider) == (404, provider)
+    assert exchange.error is not None and exchange.error.rule is Rule.NOT_FOUND
+    assert fix in exchange.error.message and "Base URLs by client: http://HOST:PORT" in exchange.error.message
+    wire = sandbox.wire.get_wire_format(provider)
+    decoded = wire.decode_error(404, exchange.body)
+    assert decoded.message == exchange.error.message  # the provider's own envelope, readable by its client
+    assert exchange.headers["content-type"] == (
+        "application/json; charset=UTF-8" if provider == "gemini" else "application/json"
+    )
+
+
+def test_the_anthropic_sdk_with_a_v1_base_url_gets_its_own_not_found_error_with_the_fix() -> None:
+    import anthropic
+
+    with sandbox.mock():
+        client = anthropic.Anthropic(api_key="sk-ant", max_retries=0, base_url="https://api.anthropic.com/v1")
+        with client, pytest.raises(anthropic.NotFoundError) as info:
+            client.messages.create(model="plain_text", max_tokens=64, messages=[{"role": "user", "content": "Hi"}])
+    assert "remove /v1 from the end of the client's base URL" in str(info.value)
+    assert info.value.request_id is not None
 
 
 def test_oversized_body_is_refused_with_413(provider: str) -> None:

@@ -143,9 +143,11 @@ EXPECTED: dict[tuple[str, str], tuple[set[Rule], str]] = {
         {Rule.MISSING_RESULT},
         "The following tool_call_ids did not have response messages:",
     ),
+    # Two model contents in a row are one turn to the API (see gemini_validate.merge_model_runs): its
+    # calls are doubled and the responses answer half of them.
     ("turn_appended_twice", "gemini"): (
-        {Rule.RESULT_WITHOUT_TURN, Rule.HISTORY_MISMATCH, Rule.MISSING_RESULT},
-        "Please ensure that function call turn comes immediately after a user turn or after a function response turn.",
+        {Rule.MISSING_RESULT},
+        "Please ensure that the number of function response parts is equal to the number of function call parts",
     ),
 }
 

@@ -180,3 +180,40 @@ def test_gemini_sdk_raises_its_own_400_with_the_verbatim_text() -> None:
     assert info.value.message == (
         "Please ensure that function response turn comes immediately after a function call turn."
     )
+
+
+def test_every_answer_carries_a_request_id_the_sdks_expose_unique_per_request() -> None:
+    """`_request_id` on success and `request_id` on errors, from `x-request-id` (OpenAI) and `request-id`
+    (Anthropic); the same request gets the same id on every run, and different requests never share one."""
+    import anthropic
+    import openai
+
+    def ask_openai(prompt: str) -> str | None:
+        client = openai.OpenAI(api_key="sk-test", max_retries=0)
+        with client:
+            chat = client.chat.completions.create(model="plain_text", messages=[{"role": "user", "content": prompt}])
+            response = client.responses.create(model="plain_text", input=prompt)
+        assert chat._request_id is not None and response._request_id is not None
+        assert chat._request_id != response._request_id
+        return chat._request_id
+
+    def ask_anthropic(prompt: str) -> str | None:
+        client = anthropic.Anthropic(api_key="sk-ant", max_retries=0)
+        with client:
+            message = client.messages.create(
+                model="plain_text", max_tokens=64, messages=[{"role": "user", "content": prompt}]
+            )
+            with pytest.raises(anthropic.NotFoundError) as info:
+                client.messages.create(
+                    model="no_such_scenario", max_tokens=64, messages=[{"role": "user", "content": prompt}]
+                )
+        assert info.value.request_id is not None and info.value.request_id != message._request_id
+        assert info.value.body["request_id"] == info.value.request_id  # type: ignore[index]
+        return message._request_id
+
+    with sandbox.mock():
+        openai_ids = [ask_openai("Hi"), ask_openai("Hi"), ask_openai("Hello")]
+        anthropic_ids = [ask_anthropic("Hi"), ask_anthropic("Hi"), ask_anthropic("Hello")]
+    for first, again, other in (openai_ids, anthropic_ids):
+        assert first == again and first != other
+    assert all(rid is not None and rid.startswith("req_") for rid in openai_ids + anthropic_ids)

@@ -1036,6 +1036,16 @@ def test_encode_stream_follows_the_recorded_event_order() -> None:
     assert first_deltas[0] == {"type": "input_json_delta", "partial_json": ""} and len(first_deltas) > 3
     assert data[-2]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
     assert data[-2]["usage"]["output_tokens"] == 33
+    # 2026 streams (reference A.4 "Newer fields"): message_start usage breaks cache creation down and
+    # names the service tier; message_delta carries the counts only.
+    assert data[0]["message"]["usage"]["cache_creation"] == RESPONSE_1["usage"]["cache_creation"]
+    assert data[0]["message"]["usage"]["service_tier"] == "standard"
+    assert set(data[-2]["usage"]) == {
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+    }
 
 
 def test_encode_stream_decodes_back_to_the_scripted_turn() -> None:

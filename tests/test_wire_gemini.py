@@ -626,9 +626,11 @@ PIPELINE = [user("hi"), calls("get_weather", "get_time")]
 @pytest.mark.parametrize(
     ("contents", "message", "rule", "index"),
     [
-        # G1: history starts with a call turn; two call turns in a row.
+        # G1: history starts with a call turn. Two call contents in a row are one model turn (the
+        # API merges a run of model contents, which google-genai's streaming AFC relies on), so
+        # answering one of its two calls is G3.
         ([calls("get_time"), answers("get_time")], G1, Rule.MALFORMED, 0),
-        ([user("hi"), calls("get_time"), calls("get_time"), answers("get_time")], G1, Rule.MISSING_RESULT, 2),
+        ([user("hi"), calls("get_time"), calls("get_time"), answers("get_time")], G3, Rule.MISSING_RESULT, 2),
         # G2: results first; results after a text-only model turn (the assistant_text DON'T).
         ([answers("get_time"), user("hi")], G2, Rule.RESULT_WITHOUT_TURN, 0),
         (
@@ -654,7 +656,7 @@ PIPELINE = [user("hi"), calls("get_weather", "get_time")]
     ],
     ids=[
         "g1-first",
-        "g1-twice",
+        "model-run-one-answer",
         "g2-first",
         "g2-text-turn",
         "g3-partial",
@@ -691,10 +693,11 @@ def test_parse_request_message_index_counts_the_system_prompt_and_split_results(
         answers("get_weather", "get_time"),
         calls("get_time"),
         calls("get_time"),
+        answers("get_time"),
     ]
     error = rejection(body(contents, systemInstruction={"parts": [{"text": "terse"}]}))
-    assert error.message == G1
-    # system, user, assistant, tool, tool, assistant, assistant(4th content = neutral 6)
+    assert error.message == G3
+    # system, user, assistant, tool, tool, assistant (contents 3 and 4, one run), tool (content 5 = neutral 6)
     assert error.message_index == 6
 
 

@@ -850,7 +850,8 @@ def test_parse_request_normalises_tool_choice(given: Any, expected: str | None) 
 
 def test_encode_response_tool_turn_matches_the_recorded_shape() -> None:
     data = WIRE.encode_response(tool_turn("Paris"), conversation())
-    assert list(data) == ["id", "object", "created", "model", "choices", "usage", "system_fingerprint"]
+    assert list(data) == ["id", "object", "created", "model", "choices", "usage", "service_tier", "system_fingerprint"]
+    assert data["service_tier"] == "default"  # pydantic-ai cassette test_openai/test_openai_tool_output.yaml (2026)
     assert data["id"].startswith("chatcmpl-") and len(data["id"]) == 9 + 29 and data["id"][9:].isalnum()
     assert (data["object"], data["created"], data["model"]) == ("chat.completion", 1767225600, "gpt-4o-mini")
     choice = data["choices"][0]
@@ -892,7 +893,11 @@ def test_encode_stream_single_call_is_framed_like_the_recording() -> None:
     assert all(c.startswith(b"data: {") and c.endswith(b"}\n\n") for c in chunks[:-1])
     assert chunks[-1] == b"data: [DONE]\n\n"
     sent = frames(chunks)
-    assert all(list(f)[:5] == ["id", "object", "created", "model", "system_fingerprint"] for f in sent)
+    # Key order and `"usage": null` on every chunk but the last, as the 2026 recording of
+    # pydantic-ai's test_openai/test_run_stream_sync_streams_real_model.yaml has them.
+    head = ["id", "object", "created", "model", "service_tier", "system_fingerprint", "choices", "usage"]
+    assert all(list(f) == head for f in sent)
+    assert all(f["usage"] is None for f in sent[:-1]) and sent[-1]["usage"] is not None
     first = sent[0]["choices"][0]["delta"]
     assert list(first) == ["role", "content", "tool_calls", "refusal"]
     assert first["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}
@@ -907,7 +912,7 @@ def test_encode_stream_parallel_calls_open_one_after_another() -> None:
     assert sent[0]["choices"][0]["delta"] == {"role": "assistant", "content": None}
     order = [tc["index"] for f in sent for tc in f["choices"][0]["delta"].get("tool_calls", [])]
     assert order == sorted(order) and set(order) == {0, 1}
-    assert "usage" not in sent[-1]  # no include_usage, no usage chunk
+    assert all("usage" not in f for f in sent)  # no include_usage, no usage anywhere
 
 
 def test_encode_stream_text_reply_starts_with_the_recorded_role_delta() -> None:

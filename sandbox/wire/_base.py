@@ -241,7 +241,20 @@ class WireFormat(ABC):
     ) -> WireError:
         """A `WireError` in this provider's error envelope."""
 
+    media_type: str = "application/json"
+    """The `content-type` of a JSON answer, as the real API spells it."""
     stream_media_type: str = "text/event-stream"
+
+    def request_headers(self, request_digest: str) -> dict[str, str]:
+        """The headers every real answer of this provider carries, success or error, beyond the content
+        type: its request id, which the official SDKs expose as `_request_id`. `request_digest` (hex)
+        is unique to the request, so the id is deterministic and two requests never share one."""
+        return {}
+
+    def identified_error_body(self, error: WireError, request_digest: str) -> bytes:
+        """`error.body` as it goes out for the request `request_digest`: a provider that repeats its
+        request id inside the error body (Anthropic) puts the request's own id there."""
+        return error.body
 
     # -- reasoning (fake side; a scenario that plays a reasoning model) -------------------------
 

@@ -435,6 +435,25 @@ class Anthropic(WireFormat):
 
     name = _PROVIDER
     base_url = "https://api.anthropic.com"
+    stream_media_type = "text/event-stream; charset=utf-8"  # [CAP C3]
+
+    @staticmethod
+    def _request_id(request_digest: str) -> str:
+        return "req_011C" + stable_token(f"request-id:{request_digest}", 20, BASE58)
+
+    def request_headers(self, request_digest: str) -> dict[str, str]:
+        """`request-id`, which the SDK reads into `message._request_id` and `exc.request_id` (reference A.5)."""
+        return {"request-id": self._request_id(request_digest)}
+
+    def identified_error_body(self, error: WireError, request_digest: str) -> bytes:
+        """The body repeats the header's request id as its top-level `request_id` (reference A.5)."""
+        try:
+            body = json.loads(error.body)
+        except ValueError:
+            return error.body
+        if not isinstance(body, dict) or "request_id" not in body:
+            return error.body
+        return to_bytes(dumps({**body, "request_id": self._request_id(request_digest)}))
 
     # -- client side -------------------------------------------------------------------------------
 
@@ -541,13 +560,21 @@ class Anthropic(WireFormat):
         return sequences[0] if isinstance(sequences, list) and sequences else None
 
     @staticmethod
-    def _usage(turn: ModelTurn, output_tokens: int) -> dict[str, Any]:
-        return {
+    def _usage(turn: ModelTurn, output_tokens: int, *, full: bool = True) -> dict[str, Any]:
+        """Usage as 2026 traffic has it (reference A.3, A.4 "Newer fields"): the body and
+        `message_start` break `cache_creation` down and name the `service_tier`; `message_delta`
+        carries the counts only."""
+        usage: dict[str, Any] = {
             "input_tokens": turn.usage.input_tokens,
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
-            "output_tokens": output_tokens,
         }
+        if full:
+            usage["cache_creation"] = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
+        usage["output_tokens"] = output_tokens
+        if full:
+            usage["service_tier"] = "standard"
+        return usage
 
     def encode_response(self, turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
         return {
@@ -558,7 +585,7 @@ class Anthropic(WireFormat):
             "content": _response_blocks(turn.message),
             "stop_reason": self._stop(turn),
             "stop_sequence": self._stop_sequence(turn, conversation),
-            "usage": {**self._usage(turn, turn.usage.output_tokens), "service_tier": "standard"},
+            "usage": self._usage(turn, turn.usage.output_tokens),
         }
 
     def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
@@ -582,7 +609,9 @@ class Anthropic(WireFormat):
             frames += block_frames
         delta = {"stop_reason": self._stop(turn), "stop_sequence": self._stop_sequence(turn, conversation)}
         frames.append(
-            self._frame("message_delta", {"delta": delta, "usage": self._usage(turn, turn.usage.output_tokens)})
+            self._frame(
+                "message_delta", {"delta": delta, "usage": self._usage(turn, turn.usage.output_tokens, full=False)}
+            )
         )
         frames.append(self._frame("message_stop", {}))
         return frames

@@ -55,6 +55,7 @@ from .gemini_validate import (
     WirePart,
     check_fields,
     check_order,
+    merge_model_runs,
     read_request,
 )
 
@@ -78,6 +79,7 @@ _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 class Gemini(WireFormat):
     name = "gemini"
     base_url = "https://generativelanguage.googleapis.com"
+    media_type = "application/json; charset=UTF-8"  # reference B.7, like its error bodies
     has_call_ids = False
     error_kind_key = "status"
 
@@ -127,11 +129,17 @@ class Gemini(WireFormat):
             parsed = read_request(body)
         except Rejection as rejection:
             raise self._reject(rejection, []) from None
-        messages, paths, first = _to_neutral(parsed)
+        turns, starts = merge_model_runs(parsed.contents)
+        messages, paths, first = _to_neutral(parsed, turns, starts)
         try:
             check_fields(parsed)
-            check_order(parsed.contents)
         except Rejection as rejection:
+            raise self._reject(rejection, first) from None
+        try:
+            check_order(turns)
+        except Rejection as rejection:
+            if rejection.content is not None:
+                rejection.content = starts[rejection.content]  # the turn's first content on the wire
             raise self._reject(rejection, first) from None
         return Conversation(
             model=path_model or parsed.model or "",
@@ -535,20 +543,26 @@ def _stream_error(body: Mapping[str, Any]) -> ProviderError:
 # -- fake side -----------------------------------------------------------------------------------------
 
 
-def _to_neutral(parsed: ParsedRequest) -> tuple[list[Message], list[str], list[int]]:
-    """Neutral messages, their wire paths, and the first neutral index of each content."""
+def _to_neutral(
+    parsed: ParsedRequest, turns: list[WireContent], starts: list[int]
+) -> tuple[list[Message], list[str], list[int]]:
+    """Neutral messages, their wire paths, and the first neutral index of each content on the wire.
+    `turns` are the contents with runs of model contents merged, `starts[i]` where turn i begins."""
     messages: list[Message] = []
     paths: list[str] = []
     first: list[int] = []
     if parsed.system_texts:
         messages.append(Message("system", [Text(text) for text in parsed.system_texts]))
         paths.append("systemInstruction")
-    for index, content in enumerate(parsed.contents):
-        first.append(len(messages))
-        previous = parsed.contents[index - 1] if index else None
+    bounds = [*starts, len(parsed.contents)]
+    for index, content in enumerate(turns):
+        start, end = bounds[index], bounds[index + 1]
+        first.extend([len(messages)] * (end - start))
+        path = f"contents[{start}]" if end - start == 1 else f"contents[{start}..{end - 1}]"
+        previous = turns[index - 1] if index else None
         for message in _content_messages(index, content, previous):
             messages.append(message)
-            paths.append(f"contents[{index}]")
+            paths.append(path)
     return messages, paths, first
 
 
@@ -618,14 +632,20 @@ def _reasoning(part: WirePart) -> Reasoning | None:
     return wire_reasoning({"thoughtSignature": part.signature}) if part.signature else None
 
 
+_RESULT_KEYS = {"result": False, "output": False, "return_value": False, "content": False, "error": True}
+"""How clients wrap a function's return value in `functionResponse.response`, which must be an object:
+`result`/`output`/`error` (google-genai and the docs), `return_value` (pydantic-ai), `content`
+(litellm; the Vercel AI SDK adds the function's `name` beside it)."""
+
+
 def _result(call_id: str, response: Mapping[str, Any]) -> ToolResult:
-    """`{"result": ...}` / `{"output": ...}` is a success, `{"error": ...}` a failure (the SDK's and
-    the docs' conventions); any other object is passed on as its JSON text."""
-    for key, is_error in (("result", False), ("output", False), ("error", True)):
-        if key in response and len(response) == 1:
-            value = response[key]
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            return ToolResult(call_id, text, is_error)
+    """The tool's answer unwrapped from its envelope (`error` marks a failure); any other object is
+    passed on as its JSON text."""
+    wrapper = [key for key in response if key != "name"]
+    if len(wrapper) == 1 and wrapper[0] in _RESULT_KEYS:
+        value = response[wrapper[0]]
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return ToolResult(call_id, text, _RESULT_KEYS[wrapper[0]])
     return ToolResult(call_id, json.dumps(dict(response), ensure_ascii=False))
 
 

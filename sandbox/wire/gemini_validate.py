@@ -35,6 +35,7 @@ __all__ = [
     "WirePart",
     "check_fields",
     "check_order",
+    "merge_model_runs",
     "read_request",
 ]
 
@@ -187,6 +188,29 @@ def check_fields(parsed: ParsedRequest) -> None:
     if lines:
         message = "".join(f"* GenerateContentRequest.{line}\n" for line, _ in lines)
         raise Rejection(message, content=lines[0][1])
+
+
+def merge_model_runs(contents: list[WireContent]) -> tuple[list[WireContent], list[int]]:
+    """Adjacent `model` contents as the one model turn the API reads them as, and for each turn the
+    index of its first content.
+
+    google-genai's automatic function calling, streaming, appends every streamed chunk as a content of
+    its own (`contents.extend(model_output)` in `models.py` `generate_content_stream`, python-genai 3.6;
+    the JS SDK does the same), so its next request holds a run of `model` contents ending in the
+    `functionCall` one: the official SDKs' own loop works only because the API takes a run of model
+    contents as one turn. Adjacent `user` contents stay apart: the function responses must sit in the
+    one content right after the calls (a separate content per response gets the G3 error,
+    agentjido/req_llm#525), while plain text after them is accepted (langchain-ai/langchainjs#11477,
+    checked against the live API)."""
+    merged: list[WireContent] = []
+    starts: list[int] = []
+    for index, content in enumerate(contents):
+        if merged and content.effective_role == "model" and merged[-1].effective_role == "model":
+            merged[-1] = WireContent("model", [*merged[-1].parts, *content.parts])
+            continue
+        merged.append(content)
+        starts.append(index)
+    return merged, starts
 
 
 def check_order(contents: list[WireContent]) -> None:

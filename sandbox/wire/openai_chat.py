@@ -28,8 +28,9 @@ from ._base import (
     split_fragments,
     stable_token,
 )
+from ._openai import openai_error, openai_request_headers
 from ._reasoning import check_provider
-from ._sse import SSEEvent, dumps, sse_frame, to_bytes
+from ._sse import SSEEvent, dumps, sse_frame
 from .openai_chat_validate import Rejection, check_request, load_body
 
 __all__ = ["WIRE", "OpenAIChat"]
@@ -60,6 +61,10 @@ class OpenAIChat(WireFormat):
     name = "openai"
     base_url = "https://api.openai.com/v1"
     path = "/chat/completions"
+    stream_media_type = "text/event-stream; charset=utf-8"
+
+    def request_headers(self, request_digest: str) -> dict[str, str]:
+        return openai_request_headers(request_digest)
 
     # -- client side ---------------------------------------------------------------------------
 
@@ -150,7 +155,8 @@ class OpenAIChat(WireFormat):
         if calls:  # never "tool_calls": [] (the API rejects that on replay, error C6)
             message["tool_calls"] = [_encode_call(call) for call in calls]
         body = _envelope(turn, conversation, "chat.completion")
-        fingerprint = body.pop("system_fingerprint")  # last in the recorded body, unlike in chunks
+        # Last in the recorded body, unlike in chunks.
+        tail = {key: body.pop(key) for key in ("service_tier", "system_fingerprint")}
         body["choices"] = [
             {
                 "index": 0,
@@ -160,7 +166,7 @@ class OpenAIChat(WireFormat):
             }
         ]
         body["usage"] = _encode_usage(turn.usage)
-        body["system_fingerprint"] = fingerprint
+        body.update(tail)
         return body
 
     def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
@@ -198,6 +204,9 @@ class OpenAIChat(WireFormat):
         chunks.append(_chunk(head, {}, _finish_reason(turn, conversation)))
         options = conversation.raw.get("stream_options")
         if isinstance(options, Mapping) and options.get("include_usage") is True:
+            # With usage asked for, every chunk says `"usage": null` until the last one carries it
+            # (pydantic-ai cassette test_openai/test_run_stream_sync_streams_real_model.yaml, 2026).
+            chunks = [{**chunk, "usage": None} for chunk in chunks]
             chunks.append({**head, "choices": [], "usage": _encode_usage(turn.usage)})
         return [sse_frame(dumps(chunk)) for chunk in chunks] + [sse_frame("[DONE]")]
 
@@ -213,16 +222,7 @@ class OpenAIChat(WireFormat):
     ) -> WireError:
         kind = "server_error" if status >= 500 else "invalid_request_error"
         envelope = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-        # OpenAI pretty-prints error bodies with two-space indents (neuron-core/neuron-ai#292).
-        body = to_bytes(json.dumps(envelope, indent=2, ensure_ascii=False))
-        return WireError(
-            status,
-            body,
-            message=message,
-            rule=rule,
-            headers={"content-type": "application/json"},
-            message_index=message_index,
-        )
+        return openai_error(status, envelope, rule=rule, message_index=message_index)
 
 
 # -- client side: encoding ---------------------------------------------------------------------------
@@ -535,6 +535,7 @@ def _envelope(turn: ModelTurn, conversation: Conversation, kind: str) -> dict[st
         "object": kind,
         "created": CREATED_AT,
         "model": conversation.model,
+        "service_tier": "default",
         "system_fingerprint": "fp_" + stable_token(f"fp:{conversation.model}", 10, HEX),
     }
 

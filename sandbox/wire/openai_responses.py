@@ -44,6 +44,7 @@ from ._base import (
     split_fragments,
     stable_token,
 )
+from ._openai import openai_request_headers
 from ._reasoning import check_provider
 from ._sse import SSEEvent, dumps, sse_frame
 from .openai_responses_reasoning import ReasoningStream, check_echo, decode_item, reasoning_item, stream_item
@@ -62,6 +63,10 @@ class OpenAIResponses(WireFormat):
 
     name = _PROVIDER
     base_url = "https://api.openai.com/v1"
+    stream_media_type = "text/event-stream; charset=utf-8"
+
+    def request_headers(self, request_digest: str) -> dict[str, str]:
+        return openai_request_headers(request_digest)
 
     # -- client side -------------------------------------------------------------------------
 
@@ -597,7 +602,10 @@ def _stream_call(writer: _StreamWriter, index: int, item: dict[str, Any]) -> Non
     )
     for fragment in split_fragments(item["arguments"]):
         writer.emit("response.function_call_arguments.delta", **ids, delta=fragment)
-    writer.emit("response.function_call_arguments.done", **ids, arguments=item["arguments"], name=item["name"])
+    # No `name` here: the real event carries the item id and the arguments only (openai 3.57
+    # ResponseFunctionCallArgumentsDoneEvent; the recorded streams of reference 3.3); the name
+    # arrives with `response.output_item.added`.
+    writer.emit("response.function_call_arguments.done", **ids, arguments=item["arguments"])
     writer.emit("response.output_item.done", output_index=index, item=item)
 
 

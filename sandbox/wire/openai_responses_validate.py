@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from .._types import Message, Part, Reasoning, Role, Text, Tool, ToolCall, ToolResult
 from ._base import Conversation, Rule, WireError
-from ._sse import to_bytes
+from ._openai import openai_error
 
 __all__ = ["NON_JSON_MESSAGE", "parse_request", "wire_error"]
 
@@ -103,18 +103,10 @@ def wire_error(
     code: str | None = None,
     message_index: int | None = None,
 ) -> WireError:
-    """The OpenAI error envelope; the real API pretty-prints it with four spaces."""
+    """The OpenAI error envelope."""
     error_type = "server_error" if status >= 500 else "invalid_request_error"
     envelope = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    body = to_bytes(json.dumps(envelope, indent=4, ensure_ascii=False) + "\n")
-    return WireError(
-        status,
-        body,
-        message=message,
-        rule=rule,
-        headers={"content-type": "application/json"},
-        message_index=message_index,
-    )
+    return openai_error(status, envelope, rule=rule, message_index=message_index)
 
 
 def parse_request(body: bytes) -> Conversation:
