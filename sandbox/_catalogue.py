@@ -1,6 +1,8 @@
 """The scenario catalogue: the TOML files shipped in `sandbox/scenarios/`, plus files an operator names.
 
-Scenarios load only from here or from paths given on purpose, never from a request.
+Scenarios load only from here or from paths given on purpose, never from a request. Every built-in
+scenario that calls tools also comes as a reasoning model, `<name>_reasoning`, unless a file of
+that name says otherwise.
 """
 
 from __future__ import annotations
@@ -49,9 +51,18 @@ def load_scenarios(paths: Iterable[str | Path]) -> dict[str, Scenario]:
     return found
 
 
+REASONING_SUFFIX = "_reasoning"
+
+
 @lru_cache(maxsize=1)
 def _builtin() -> dict[str, Scenario]:
-    return load_scenarios([CATALOGUE_DIR])
+    found = load_scenarios([CATALOGUE_DIR])
+    variants = {
+        name + REASONING_SUFFIX: scenario.with_reasoning(name + REASONING_SUFFIX)
+        for name, scenario in found.items()
+        if not scenario.reasoning and any(step.calls for step in scenario.steps)
+    }
+    return {**variants, **found}
 
 
 def catalogue() -> dict[str, Scenario]:

@@ -1,4 +1,9 @@
-"""Rebuild a turn from its stream events: there is no `Response.message` on a stream."""
+"""Rebuild a turn from its stream events: there is no `Response.message` on a stream.
+
+Parts come back in the order the stream first announced them: reasoning before the calls it led to,
+as every provider that sends reasoning wants the turn back. The text of a turn is joined into one
+part, where its first fragment arrived.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,17 @@ from collections.abc import AsyncIterable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from ._events import (
+    MessageEnd,
+    ReasoningEnd,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from ._exceptions import ProviderError
-from ._types import Message, Part, Response, Text, ToolCall
+from ._types import Message, Part, Reasoning, Response, Text, ToolCall
 
 __all__ = ["StreamCollector", "acollect_stream", "collect_stream"]
 
@@ -28,14 +41,25 @@ class StreamCollector:
     def __init__(self) -> None:
         self._text: list[str] = []
         self._calls: dict[int, _PendingCall] = {}
+        self._reasoning: dict[int, Reasoning] = {}
+        self._order: list[tuple[str, int]] = []
+        """("text" | "call" | "reasoning", index) in the order each part first appeared."""
         self._end: MessageEnd | None = None
         self.events: list[StreamEvent] = []
 
     def feed(self, event: StreamEvent) -> None:
         self.events.append(event)
         if isinstance(event, TextDelta):
+            if not self._text:
+                self._order.append(("text", 0))
             self._text.append(event.text)
+        elif isinstance(event, ReasoningEnd):
+            if event.index not in self._reasoning:
+                self._order.append(("reasoning", event.index))
+            self._reasoning[event.index] = event.reasoning
         elif isinstance(event, ToolCallStart):
+            if event.index not in self._calls:
+                self._order.append(("call", event.index))
             self._calls[event.index] = _PendingCall(event.id, event.name, event.meta)
         elif isinstance(event, ToolCallDelta):
             self._pending(event.index).fragments.append(event.arguments)
@@ -53,10 +77,14 @@ class StreamCollector:
             )
         parts: list[Part] = []
         text = "".join(self._text)
-        if text:
-            parts.append(Text(text))
-        for index in sorted(self._calls):
-            parts.append(self._finish_call(self._calls[index]))
+        for kind, index in self._order:
+            if kind == "text":
+                if text:
+                    parts.append(Text(text))
+            elif kind == "reasoning":
+                parts.append(self._reasoning[index])
+            else:
+                parts.append(self._finish_call(self._calls[index]))
         return Response(
             message=Message("assistant", parts),
             stop_reason=self._end.stop_reason,

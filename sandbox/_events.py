@@ -2,7 +2,8 @@
 
 There is no `Response.message` on a stream: a loop rebuilds the turn from these events, or hands
 the stream to `collect_stream`. Tool-call events carry the call's `index` within the turn, so
-fragments of different calls are never confused.
+fragments of different calls are never confused. A reasoning model's turn also streams its
+reasoning: `ReasoningDelta`s to read as it arrives, then `ReasoningEnd` with the part to keep.
 """
 
 from __future__ import annotations
@@ -11,9 +12,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._types import StopReason, Usage
+from ._types import Reasoning, StopReason, Usage
 
-__all__ = ["MessageEnd", "StreamEvent", "TextDelta", "ToolCallDelta", "ToolCallEnd", "ToolCallStart"]
+__all__ = [
+    "MessageEnd",
+    "ReasoningDelta",
+    "ReasoningEnd",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+]
 
 
 @dataclass(frozen=True)
@@ -22,6 +32,25 @@ class TextDelta:
 
     text: str
     kind: Literal["text_delta"] = field(default="text_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A fragment of the readable text of reasoning part `index` (thinking, a summary): for display only."""
+
+    index: int
+    text: str
+    kind: Literal["reasoning_delta"] = field(default="reasoning_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class ReasoningEnd:
+    """Reasoning part `index` is complete. `reasoning` is the part to keep in the rebuilt turn, in
+    its place before the calls: the provider wants it back, signature and all."""
+
+    index: int
+    reasoning: Reasoning
+    kind: Literal["reasoning_end"] = field(default="reasoning_end", repr=False)
 
 
 @dataclass(frozen=True)
@@ -64,4 +93,4 @@ class MessageEnd:
     kind: Literal["message_end"] = field(default="message_end", repr=False)
 
 
-StreamEvent = TextDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | MessageEnd
+StreamEvent = TextDelta | ReasoningDelta | ReasoningEnd | ToolCallStart | ToolCallDelta | ToolCallEnd | MessageEnd

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._scenario import Scenario, Step, is_usable, render_text
-from ._types import Message, StopReason, Text, ToolCall, ToolResult, Usage
+from ._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat
 
 __all__ = ["Position", "replay", "render_turn"]
@@ -36,6 +36,18 @@ def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number
     ]
 
 
+def expected_reasoning(
+    wire: WireFormat, scenario: Scenario, step: Step, step_number: int, conversation: Conversation
+) -> list[Reasoning]:
+    """The reasoning sent with turn `step_number`: recomputed, like the call ids, from the seed."""
+    if not scenario.reasoning:
+        return []
+    seed = f"{scenario.name}/{step_number}"
+    return wire.reasoning_parts(
+        seed, step.thought(), conversation, redacted=step.redacted_thinking, acting=bool(step.calls)
+    )
+
+
 def render_turn(
     wire: WireFormat,
     scenario: Scenario,
@@ -47,7 +59,9 @@ def render_turn(
     step = scenario.steps[position.script_index]
     calls = expected_calls(wire, scenario, step, position.step)
     text = render_text(step.text, position.results, position.last) if step.text else ""
-    parts: list[Text | ToolCall] = [Text(text)] if text else []
+    parts: list[Part] = list(expected_reasoning(wire, scenario, step, position.step, conversation))
+    if text:
+        parts.append(Text(text))
     parts.extend(calls)
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
     output_tokens = 1 + len(text) // 4 + sum(8 + len(str(call.arguments)) // 4 for call in calls)
@@ -65,6 +79,7 @@ def replay(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> 
     """Walk the history; raise `WireError` (a `sandbox:` 400) for the first turn that is not ours."""
     position = Position()
     messages = conversation.messages
+    last = max((index for index, message in enumerate(messages) if message.role == "assistant"), default=-1)
     index = 0
     while index < len(messages):
         if messages[index].role != "assistant":
@@ -73,6 +88,9 @@ def replay(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> 
         if position.script_index >= len(scenario.steps):
             raise _finished(wire, scenario, conversation, index)
         step = scenario.steps[position.script_index]
+        # The provider's own reasoning rules come first: a real provider refuses before any model reads.
+        reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
+        wire.check_reasoning(conversation, index, reasoning, last=index == last)
         expected = expected_calls(wire, scenario, step, position.step)
         group = _turn_group(wire, messages, index, expected)
         echoed = [call for member in group for call in messages[member].tool_calls()]

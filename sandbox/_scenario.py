@@ -9,6 +9,11 @@ Whether the script moves on after a step of calls depends on the results the loo
   return nothing useful;
 - `repeat="forever"`: ask again every time: a runaway loop.
 
+A scenario with `reasoning = true` plays a reasoning model: every turn also carries the provider's
+own reasoning (OpenAI Responses reasoning items, Anthropic thinking blocks when the request enables
+thinking, Gemini thought signatures), which the provider then wants back with the turn. A step's
+`reasoning` text is what the model thought; `redacted_thinking = true` makes Anthropic hide it.
+
 An answer's text may quote what the loop sent back: `{results}` is every result of the
 conversation so far, quoted and joined with "; "; `{last[0]}` is the first result of the last round.
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -66,6 +71,10 @@ class Step:
     """Overrides the neutral stop reason (default: TOOL_USE with calls, END_TURN without)."""
     stop_reasons: Mapping[str, str] = field(default_factory=dict)
     """Per provider, the raw stop value to send: `{"openai": "stop", "anthropic": "max_tokens"}`."""
+    reasoning: str = ""
+    """In a reasoning scenario, what the model thought before this turn (a default when empty)."""
+    redacted_thinking: bool = False
+    """In a reasoning scenario, Anthropic also sends this turn a `redacted_thinking` block."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
@@ -74,6 +83,15 @@ class Step:
     @property
     def is_answer(self) -> bool:
         return not self.calls
+
+    def thought(self) -> str:
+        """What a reasoning model thought before this turn: the step's own text, or one written from it."""
+        if self.reasoning:
+            return self.reasoning
+        if not self.calls:
+            return "I have what I need from the tools, so I can answer now."
+        planned = ", ".join(repr(call) for call in self.calls)
+        return f"To answer, I need the tools first: I will call {planned}."
 
 
 @dataclass(frozen=True)
@@ -89,12 +107,18 @@ class Scenario:
     tool_outputs: Mapping[str, str] = field(default_factory=dict)
     """What a well-behaved tool returns, by call as written by `repr(Call)`: used by `sandbox replay`
     and by graders that need a plausible `run`."""
+    reasoning: bool = False
+    """Plays a reasoning model: each turn carries the provider's reasoning, which must travel back."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "tool_outputs", MappingProxyType(dict(self.tool_outputs)))
         self._check()
+
+    def with_reasoning(self, name: str) -> Scenario:
+        """The same script played by a reasoning model, under another name."""
+        return replace(self, name=name, reasoning=True, description=f"{self.description} (A reasoning model.)".strip())
 
     def tool(self, name: str) -> Tool:
         for tool in self.tools:
@@ -138,6 +162,7 @@ class Scenario:
                 tools=[_tool(raw, source) for raw in _list(data, "tools", source)],
                 steps=[_step(raw, index, source) for index, raw in enumerate(_list(data, "steps", source))],
                 tool_outputs=dict(data.get("tool_outputs", {})),
+                reasoning=_flag(data, "reasoning", source),
             )
         except ScenarioError:
             raise
@@ -149,6 +174,13 @@ def _str(data: Mapping[str, Any], key: str, source: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value:
         raise ScenarioError(f"{source}: {key!r} must be a non-empty string, got {value!r}.")
+    return value
+
+
+def _flag(data: Mapping[str, Any], key: str, source: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise ScenarioError(f"{source}: {key!r} must be true or false, got {value!r}.")
     return value
 
 
@@ -171,7 +203,7 @@ def _tool(raw: Any, source: str) -> Tool:
 def _step(raw: Any, index: int, source: str) -> Step:
     if not isinstance(raw, Mapping):
         raise ScenarioError(f"{source}: [[steps]] entry {index} must be a table, got {raw!r}.")
-    unknown = set(raw) - {"text", "calls", "repeat", "stop", "stop_reasons"}
+    unknown = set(raw) - {"text", "calls", "repeat", "stop", "stop_reasons", "reasoning", "redacted_thinking"}
     if unknown:
         raise ScenarioError(f"{source}: step {index} has unknown keys {sorted(unknown)}.")
     calls = []
@@ -191,6 +223,8 @@ def _step(raw: Any, index: int, source: str) -> Step:
         repeat=raw.get("repeat", "once"),
         stop=stop_reason,
         stop_reasons=dict(raw.get("stop_reasons", {})),
+        reasoning=str(raw.get("reasoning", "")),
+        redacted_thinking=_flag(raw, "redacted_thinking", f"{source}: step {index}"),
     )
 
 

@@ -1,7 +1,7 @@
 """The skyl data model: one neutral shape for every provider.
 
 A conversation is a list of `Message`s. Each message has a role and a list of content parts:
-`Text`, `ToolCall` (assistant only) and `ToolResult` (one per `tool` message). The wire-format
+`Text`, `ToolCall` and `Reasoning` (assistant only) and `ToolResult` (one per `tool` message). The wire-format
 modules translate this model to and from each provider's JSON, in both directions, so the same
 types serve the learner's client and the fake provider.
 """
@@ -9,6 +9,7 @@ types serve the learner's client and the fake provider.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from ._exceptions import UsageError
 __all__ = [
     "Message",
     "Part",
+    "Reasoning",
     "Request",
     "Response",
     "Role",
@@ -98,7 +100,60 @@ class ToolResult:
             )
 
 
-Part = Text | ToolCall | ToolResult
+@dataclass(frozen=True)
+class Reasoning:
+    """What a reasoning model thought before it acted, exactly as its provider sent it.
+
+    OpenAI Responses sends `reasoning` items, Anthropic `thinking` (and `redacted_thinking`) blocks,
+    Gemini a `thoughtSignature` on the turn's first call. Each provider wants them back, unchanged
+    and in place, with the calls they led to, and refuses the next request without them. Read
+    `summary`; never build one: only a response makes them (`resp.message` carries them), and the
+    provider checks their signatures. Chat Completions sends none.
+    """
+
+    provider: str
+    """The wire format that sent it (`openai-responses`, `anthropic`, `gemini`): it goes back only there."""
+    summary: str = ""
+    """The readable part, where the provider shows one (a thinking block's text, a reasoning summary);
+    empty when the reasoning is hidden (redacted thinking, a Gemini signature)."""
+    _: KW_ONLY
+    redacted: bool = False
+    """True when the provider hid the reasoning entirely (Anthropic `redacted_thinking`)."""
+    payload: str = field(default="", repr=False)
+    """The provider's item, block or signature as compact JSON, exactly as received: what goes back."""
+    kind: Literal["reasoning"] = field(default="reasoning", repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.provider, str) or not self.provider:
+            raise UsageError(f"Reasoning provider={self.provider!r}: name the wire format that sent it.")
+        if not isinstance(self.summary, str):
+            raise UsageError(f"Reasoning summary must be a string, got {type(self.summary).__name__}.")
+        try:
+            data = json.loads(self.payload) if isinstance(self.payload, str) and self.payload else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not data:
+            raise UsageError(
+                "A Reasoning part holds what a provider sent (payload=), and a provider only accepts its own "
+                "back. Keep the parts of resp.message (or the ReasoningEnd events of a stream) instead of "
+                "writing one: append resp.message itself."
+            )
+
+    def data(self) -> dict[str, Any]:
+        """A fresh copy of the provider's JSON: what the wire format sends back."""
+        value: dict[str, Any] = json.loads(self.payload)
+        return value
+
+    @classmethod
+    def from_wire(
+        cls, provider: str, data: Mapping[str, Any], *, summary: str = "", redacted: bool = False
+    ) -> Reasoning:
+        """The part for a provider's JSON (wire formats use this when they decode a response)."""
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return cls(provider, summary, redacted=redacted, payload=payload)
+
+
+Part = Text | ToolCall | ToolResult | Reasoning
 
 
 @dataclass(frozen=True)
@@ -113,10 +168,14 @@ class Message:
             raise UsageError(f"Message role={self.role!r}; use one of {', '.join(map(repr, _ROLES))}.")
         content = (Text(self.content),) if isinstance(self.content, str) else tuple(self.content)
         for part in content:
-            if not isinstance(part, (Text, ToolCall, ToolResult)):
+            if not isinstance(part, (Text, ToolCall, ToolResult, Reasoning)):
                 raise UsageError(
-                    f"Message content holds parts (skyl.Text, skyl.ToolCall, skyl.ToolResult), got "
-                    f"{type(part).__name__}: {part!r:.80}. For plain text, pass a string or use skyl.user_text()."
+                    f"Message content holds parts (skyl.Text, skyl.ToolCall, skyl.ToolResult, skyl.Reasoning), "
+                    f"got {type(part).__name__}: {part!r:.80}. For plain text, pass a string or use skyl.user_text()."
+                )
+            if isinstance(part, Reasoning) and self.role != "assistant":
+                raise UsageError(
+                    f"A {self.role} message cannot hold reasoning: only the model's own turn (resp.message) has it."
                 )
         # A tuple keeps the turn exactly as the provider sent it, even if someone holds a reference.
         object.__setattr__(self, "content", content)
@@ -131,6 +190,10 @@ class Message:
 
     def tool_results(self) -> list[ToolResult]:
         return [part for part in self.content if isinstance(part, ToolResult)]
+
+    def reasoning(self) -> list[Reasoning]:
+        """The model's reasoning parts, in order: they go back with the turn, never on their own."""
+        return [part for part in self.content if isinstance(part, Reasoning)]
 
 
 @dataclass(frozen=True)
@@ -169,6 +232,10 @@ class Request:
     system: str | None = None
     temperature: float | None = None
     stop_sequences: Sequence[str] = ()
+    reasoning: bool = False
+    """Ask a reasoning model to show its reasoning: Anthropic `thinking` on, Responses reasoning
+    summaries (Gemini 3 signs its turns either way; Chat Completions shows none). Whatever reasoning
+    a response carries must go back with its turn."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, list):

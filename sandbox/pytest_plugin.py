@@ -23,6 +23,7 @@ from ._mock import SandboxMock, mock
 from .grading import Challenge
 from .grading._challenge import Deadlines, Implementations
 from .grading._feedback import NotStarted
+from .grading._grouping import FailureGroups
 from .grading._meta import HINTS_FILE, challenge_folder, load_challenges
 from .grading._report import ResultsFile
 from .grading._state import State, digest
@@ -118,6 +119,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         harness = _Harness(session.config, refs)
         session.config.stash[_HARNESS] = harness
         session.config.pluginmanager.register(harness, "sandbox-challenges")
+        groups = FailureGroups({nodeid: ref.name for nodeid, ref in refs.items()})
+        session.config.pluginmanager.register(groups, "sandbox-failure-groups")
 
 
 @pytest.fixture

@@ -15,11 +15,21 @@ from __future__ import annotations
 
 from ._client import AsyncClient, AsyncStream, Client, Stream
 from ._collect import StreamCollector, acollect_stream, collect_stream
-from ._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from ._events import (
+    MessageEnd,
+    ReasoningDelta,
+    ReasoningEnd,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from ._exceptions import ProviderError, SandboxError, ToolLoopError, UsageError
 from ._types import (
     Message,
     Part,
+    Reasoning,
     Request,
     Response,
     Role,
@@ -45,6 +55,9 @@ __all__ = [
     "MessageEnd",
     "Part",
     "ProviderError",
+    "Reasoning",
+    "ReasoningDelta",
+    "ReasoningEnd",
     "Request",
     "Response",
     "Role",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Sequence
+from datetime import date
 from typing import Any
 
 from hypothesis import strategies as st
@@ -39,6 +40,8 @@ __all__ = [
     "call_ids",
     "conversations",
     "integers",
+    "plausible_arguments",
+    "plausible_tool_names",
     "requests",
     "responses",
     "result_maps",
@@ -84,6 +87,64 @@ def arguments() -> st.SearchStrategy[dict[str, Any]]:
         max_leaves=6,
     )
     return st.dictionaries(st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=12), values, max_size=4)
+
+
+# What a learner reads in a transcript should look like a real tool call: get_weather(city='Lisbon').
+_CITIES = ("Paris", "Tokyo", "Lisbon", "Oslo", "Nairobi", "Lima", "Montréal", "São Paulo", "Zürich", "Kraków")
+_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "city": st.sampled_from(_CITIES),
+    "origin": st.sampled_from(_CITIES),
+    "destination": st.sampled_from(_CITIES),
+    "date": st.dates(min_value=date(2026, 1, 1), max_value=date(2026, 12, 31)).map(date.isoformat),
+    "days": st.integers(1, 10),
+    "units": st.sampled_from(["metric", "imperial"]),
+    "order_id": st.integers(1000, 9999).map(lambda number: f"ord_{number}"),
+    "cuisine": st.sampled_from(["vegetarian", "ramen", "tapas", "pizza"]),
+    "limit": st.integers(1, 20),
+    "amount": st.integers(1, 5000),
+    "from_currency": st.sampled_from(["EUR", "USD", "JPY", "GBP"]),
+    "to_currency": st.sampled_from(["EUR", "USD", "JPY", "GBP"]),
+    "symbol": st.sampled_from(["AAPL", "MSFT", "SAP", "TM"]),
+    "query": st.sampled_from(["refund policy", "reset password", "opening hours", "API rate limits"]),
+    "to": st.sampled_from(["ana@example.com", "li.wei@example.org", "sam@example.net"]),
+    "subject": st.sampled_from(["Your order", "Meeting notes", "Trip itinerary"]),
+}
+# Each tool's parameters: the first is always sent, the others sometimes.
+_TOOLS: dict[str, tuple[str, ...]] = {
+    "get_weather": ("city", "units"),
+    "get_time": ("city",),
+    "get_forecast": ("city", "date", "days"),
+    "search_flights": ("origin", "destination", "date"),
+    "lookup_order": ("order_id",),
+    "find_restaurants": ("city", "cuisine", "limit"),
+    "convert_currency": ("amount", "from_currency", "to_currency"),
+    "get_stock_price": ("symbol", "date"),
+    "search_docs": ("query", "limit"),
+    "send_email": ("to", "subject"),
+}
+
+
+_Arguments = st.SearchStrategy[dict[str, Any]]
+
+
+def plausible_tool_names() -> st.SearchStrategy[str]:
+    """Tool names as people name tools (`get_weather`, `lookup_order`): what graders show learners."""
+    return st.sampled_from(sorted(_TOOLS))
+
+
+def plausible_arguments(tool: str | None = None) -> st.SearchStrategy[dict[str, Any]]:
+    """Arguments that read like a real call's (`city='Lisbon'`, `date='2026-03-14'`, `order_id='ord_1042'`)
+    and survive every wire format's JSON unchanged: `tool`'s own parameters when it is one of
+    `plausible_tool_names()`, else one to three of them all. Pass the function itself as
+    `scenarios(call_arguments=...)` to draw each call's arguments for its tool. For the odd shapes a
+    model can send (nested objects, any unicode, floats), use `arguments()`."""
+    if tool in _TOOLS:
+        first, *rest = _TOOLS[tool]
+        optional = {key: _VALUES[key] for key in rest}
+        drawn = st.fixed_dictionaries({first: _VALUES[first]}, optional=optional)
+        return drawn.map(lambda args: {key: args[key] for key in _TOOLS[tool] if key in args})  # in signature order
+    keys = st.lists(st.sampled_from(sorted(_VALUES)), min_size=1, max_size=3, unique=True)
+    return keys.flatmap(lambda chosen: st.fixed_dictionaries({key: _VALUES[key] for key in chosen}))
 
 
 def result_texts() -> st.SearchStrategy[str]:
@@ -151,7 +212,9 @@ def scenarios(
     rounds: st.SearchStrategy[int] | None = None,
     calls: st.SearchStrategy[int] | None = None,
     repeat: st.SearchStrategy[Repeat] | None = None,
-    call_arguments: st.SearchStrategy[dict[str, Any]] | None = None,
+    call_arguments: st.SearchStrategy[dict[str, Any]]
+    | Callable[[str], st.SearchStrategy[dict[str, Any]]]
+    | None = None,
     stop: st.SearchStrategy[StopReason | None] | None = None,
     unique_calls: bool = False,
     names: st.SearchStrategy[str] | None = None,
@@ -161,7 +224,8 @@ def scenarios(
     `rounds` (default 0 to `max_steps - 1`) is the number of steps with calls, `calls` (default 1 to
     `max_calls`) the calls in each; `calls` may draw 0, which makes that step the answer and ends the
     script there. `repeat` draws each step's repeat mode (default `once` or `until_usable`);
-    `call_arguments` each call's arguments (default `arguments()`); `stop`, when given, each step's
+    `call_arguments` each call's arguments (default `arguments()`), or is a function from the tool's
+    name to that strategy (`plausible_arguments`); `stop`, when given, each step's
     stop reason, answer included, however little it agrees with the calls. With `unique_calls`, no
     two calls of a step share a name and arguments, so a grader can key outputs by call. `names`
     draws the tool names (default `tool_names()`).
@@ -177,6 +241,11 @@ def scenarios(
     calls = calls if calls is not None else st.integers(1, max_calls)
     repeat = repeat if repeat is not None else st.sampled_from(["once", "until_usable"])
     call_arguments = call_arguments if call_arguments is not None else arguments()
+    if isinstance(call_arguments, st.SearchStrategy):
+        draw_call = st.builds(Call, st.sampled_from(tools), call_arguments)
+    else:
+        for_tool = call_arguments
+        draw_call = st.sampled_from(tools).flatmap(lambda name: for_tool(name).map(lambda args: Call(name, args)))
     steps: list[Step] = []
     for _ in range(draw(rounds)):
         count = draw(calls)
@@ -186,7 +255,7 @@ def scenarios(
             break
         made = draw(
             st.lists(
-                st.builds(Call, st.sampled_from(tools), call_arguments),
+                draw_call,
                 min_size=count,
                 max_size=count,
                 unique_by=repr if unique_calls else None,

@@ -35,6 +35,7 @@ NAMES = [
     "06_detect_the_end",
     "07_failing_tools",
     "08_async",
+    "09_keep_the_whole_turn",
 ]
 # pytester re-imports hypothesis for every inner run unless its plugin is off; the rewrite warning
 # only says the outer run imported the plugin's package first.
@@ -126,7 +127,9 @@ def test_every_solution_passes(pytester: pytest.Pytester) -> None:
     report = grade(pytester, SOLUTIONS, str(CHALLENGES))
     failed = [test["name"] + "\n" + test["output"] for test in report["tests"] if test["status"] != "passed"]
     assert not failed, "\n\n".join(failed)
-    assert report["execution_time"] < 10
+    # A generous guard against a grader that waits on every test (quiet: about 3 s; a busy 2-core
+    # machine has taken 11 s); the speed itself is measured in bench/, not asserted here.
+    assert report["execution_time"] < 60
 
 
 # -- known-wrong loops, rejected for the right reason ------------------------------------------------
@@ -315,7 +318,7 @@ WRONG = [
         "no_advice",
         NO_ADVICE,
         "test_the_error_names_the_bound_and_the_calls[six_rounds-anthropic]",
-        "- what to look at: tell the reader to check what those tools return",
+        "- what to look at: tell the reader what to check or change",
     ),
     Wrong(
         "05_streaming",

@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["sandbox", "tests", "bench", "challenges", "solutions", "--extend-exclude", "challenges/*/exercise.py"]
-"""Everything but the learner's own exercise files."""
+SOURCES = [
+    *("sandbox", "tests", "bench", "challenges", "solutions"),
+    *("--extend-exclude", "challenges/*/exercise.py", "--extend-exclude", "tests/mutants/*_syntax_error"),
+]
+"""Everything but the learner's own exercise files, and the mutant whose point is a syntax error."""
 
 
 @pytest.mark.parametrize(

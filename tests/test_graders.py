@@ -77,7 +77,7 @@ ONE_RESULT = r"Each call gets exactly one result, carrying that call's own id"
 NOT_SKIPPED = r"append an error result rather than skipping it"
 OWN_OUTPUT = r"not in call order|each result must carry its own call's output"
 UNMARKED = r"does not say so: mark it is_error=True or word it as an error"
-BOUND = r"Bound the loop at about 5 rounds"
+BOUND = r"with a hard bound of about 5 rounds"
 RUNAWAY = r"never stopped: the sandbox's budget of \d+ requests ended it\..*" + BOUND
 SHOULD_RAISE = r"When the bound is hit the loop should raise an exception"
 CALL_LIST = r"prefer the call list over the stop reason"
@@ -87,7 +87,18 @@ FRAGMENTS = r"keyed by event\.index\. Join each call's fragments and parse them 
 SEQUENCE = r"It should also name: .*- the call sequence, in order"
 NAMES_BOUND = r"It should also name: .*- the bound it hit: 5"
 ADVICE = r"It should also name: .*- what to look at"
+PROVIDER_REFUSED = r"the provider refused request 2, and complete\(\) sent \d more request\(s\), then .*" + (
+    r"Catch the tool's failure, not the provider's"
+)
+SHARED_KEY = r"Two calls of get_\w+ share the key 'get_\w+', so the second overwrote the first"
+FROM_MESSAGE_END = (
+    r"rebuilt a different turn .*- usage: Usage\(input_tokens=0, output_tokens=0\), expected .*\(from MessageEnd\)"
+)
 COLLECT = "test_collect_stream_rebuilds_the_turn"
+WHOLE = r"a reasoning model's turn goes back whole, its reasoning before its calls"
+WHOLE_STREAM = r"A streamed turn goes back whole: rebuild every part the stream announced, reasoning included"
+KEEPS = "test_complete_keeps_the_whole_turn"
+REASONING_PROVIDERS = ("openai-responses", "anthropic", "gemini")
 REPORT = "test_the_error_names_the_bound_and_the_calls[*]"
 
 MUTANTS: dict[str, Mutant] = {
@@ -125,6 +136,18 @@ MUTANTS: dict[str, Mutant] = {
     "01_wrong_output": Mutant((caught("test_results_follow_the_calls_not_the_dict[*]", says=OWN_OUTPUT),)),
     "01_copy_not_kept": Mutant(
         (caught("*", says=r"did not append anything to req\.messages.*Append to req\.messages itself, not to a copy"),)
+    ),
+    "01_no_result_text": Mutant(
+        (caught("test_a_call_without_a_result_gets_an_error_result[*]", says=r'result "no result" ' + UNMARKED),)
+    ),
+    # 01 has no run(): the outputs came from `results`, and the failure says so.
+    "01_zip_values": Mutant(
+        (
+            caught(
+                "test_results_follow_the_calls_not_the_dict[*]",
+                says=r"^(?!.*run\(call\)).*but results held \"[^\"]+\" for that call.*" + OWN_OUTPUT,
+            ),
+        )
     ),
     "01_returns_messages": Mutant((caught("*", says=r"should return None and change req\.messages in place"),)),
     # 02: the bounded loop
@@ -168,7 +191,13 @@ MUTANTS: dict[str, Mutant] = {
             caught("test_raises_once_the_bound_is_hit[*]", says=r"raised after only 2 request\(s\)"),
         )
     ),
+    "02_wrong_signature": Mutant((caught("*", says=r"TypeError.*complete\(\) must take \(client, req, run\)"),)),
+    "02_syntax_error": Mutant((caught("*", says=r"02_bounded_loop\.py has a syntax error at line 14"),)),
     # 03: several calls in one turn
+    "03_while_true": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
+    "03_import_error": Mutant(
+        (caught("*", says=r"raised ImportError while being imported: cannot import name 'tool_result'"),)
+    ),
     "03_turn_per_call": Mutant((caught("*[parallel_calls-*]", "*[parallel_rounds-*]", says=TURN_ONCE),)),
     "03_turn_twice": Mutant((caught("*", says=TURN_ONCE),)),
     "03_first_call_only": Mutant((caught("*[parallel_calls-*]", "*[parallel_rounds-*]", says=ONE_PER_CALL),)),
@@ -185,7 +214,7 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "03_reversed": Mutant((caught("*[parallel_calls-*]", "*[parallel_rounds-*]", says=OWN_OUTPUT),)),
     "03_stale_ids": Mutant((caught("*[parallel_rounds-*]", "*[multi_step-*]", says=OWN_ID),)),
-    "03_results_by_name": Mutant((caught("*[parallel_calls-*]", "*[parallel_rounds-*]", says=OWN_OUTPUT),)),
+    "03_results_by_name": Mutant((caught("*[parallel_calls-*]", "*[parallel_rounds-*]", says=SHARED_KEY),)),
     "03_caps_calls_at_three": Mutant((caught("test_any_number_of_calls_in_any_turn[*]", says=ONE_PER_CALL),)),
     "03_first_round_only": Mutant(
         (caught("*[parallel_rounds-*]", "*[multi_step-*]", says=r"Loop until resp\.tool_calls\(\) is empty"),)
@@ -201,7 +230,18 @@ MUTANTS: dict[str, Mutant] = {
     "04_no_advice": Mutant((caught(REPORT, says=ADVICE),)),
     "04_history_reset": Mutant((caught(REPORT, says=SEQUENCE),)),
     "04_wrong_bound": Mutant((caught(REPORT, says=NAMES_BOUND),)),
+    "04_gave_up_see_sequence": Mutant((caught(REPORT, says=ADVICE),)),
     # 05: streaming
+    "05_guesses_the_end": Mutant(
+        (
+            caught(f"{COLLECT}[*]", says=FROM_MESSAGE_END),
+            caught(
+                f"{COLLECT}[stop_reason_mismatch-anthropic]",
+                f"{COLLECT}[stop_reason_mismatch-openai-responses]",
+                says=r"- stop_reason: StopReason\.TOOL_USE, expected StopReason\.MAX_TOKENS \(from MessageEnd\)",
+            ),
+        )
+    ),
     "05_drops_calls": Mutant(
         (
             caught(
@@ -291,6 +331,17 @@ MUTANTS: dict[str, Mutant] = {
         )
     ),
     "06_ends_on_text": Mutant((caught("*[stop_reason_mismatch-*]", "*[single_call-*]", says=CALL_LIST),)),
+    "06_while_true": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
+    "06_raises_on_max_tokens": Mutant(
+        (
+            caught(
+                "test_ends_when_the_call_list_is_empty[stop_reason_mismatch-anthropic]",
+                "test_ends_when_the_call_list_is_empty[stop_reason_mismatch-openai-responses]",
+                says=r"^(?!.*bound the loop at 5, not fewer).*raised ToolLoopError .*"
+                + r"stop reason 'max_tokens' but still carried tool calls.*not the bound",
+            ),
+        )
+    ),
     # 07: failing tools
     "07_exception_propagates": Mutant(
         (
@@ -311,11 +362,39 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "07_break_after_failure": Mutant((caught("test_any_failing_calls_become_error_results[*]", says=ONE_PER_CALL),)),
     "07_error_as_user_text": Mutant((caught("test_a_tool_that_raises*", "test_an_unknown_tool*", says=ONE_PER_CALL),)),
+    "07_unbounded": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
+    "07_catch_all_around_complete": Mutant(
+        (
+            caught("test_a_refused_request_reaches_the_caller[*]", says=PROVIDER_REFUSED),
+            caught("test_raises_once_the_bound_is_hit[*]", says=r"returned a Response .*" + SHOULD_RAISE),
+        )
+    ),
+    "07_retries_provider_error": Mutant(
+        (
+            caught(
+                "test_a_refused_request_reaches_the_caller[*]",
+                says=PROVIDER_REFUSED.replace("then .*", "then raised ToolLoopError.*"),
+            ),
+        )
+    ),
     # 08: async
     "08_completion_order": Mutant((caught("test_runs_the_calls_of_a_turn_concurrently[*]", says=OWN_OUTPUT),)),
     "08_sequential": Mutant((caught("test_runs_the_calls_of_a_turn_concurrently[*]", says=r"one at a time"),)),
     "08_tasks_awaited_in_turn": Mutant(
         (caught("test_runs_the_calls_of_a_turn_concurrently[*]", says=r"one at a time"),)
+    ),
+    "08_asyncio_run_in_async": Mutant(
+        (caught("test_runs_the_calls_of_a_turn_concurrently[*]", says=r"called asyncio\.run\(\) inside async code"),)
+    ),
+    "08_client_not_awaited": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[*]",
+                "test_finishes_the_task[*]",
+                "test_any_task_runs_each_turn_concurrently[*]",
+                says=r"called client\.complete\(req\) without awaiting it.*resp = await client\.complete\(req\)",
+            ),
+        )
     ),
     "08_unbounded": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
     "08_results_first": Mutant((caught("*", says=TURN_FIRST),)),
@@ -323,6 +402,26 @@ MUTANTS: dict[str, Mutant] = {
     # Graded in a subprocess: before the harness closed the coroutines a learner never awaited, they
     # surfaced as warnings at exit and crashed the process running the grader.
     "08_missing_await": Mutant((caught("*", says=r"called run\(call\) without awaiting it"),), isolate=True),
+    # 09: keep the whole turn (Chat Completions sends no reasoning: these mistakes pass there)
+    "09_rebuilds_from_calls": Mutant(
+        (caught(*(f"{KEEPS}[*-{provider}]" for provider in REASONING_PROVIDERS), says=WHOLE),)
+    ),
+    "09_collector_drops_reasoning": Mutant(
+        (
+            caught(*(f"test_collect_stream_keeps_the_reasoning[{p}]" for p in REASONING_PROVIDERS), says=WHOLE_STREAM),
+            caught(*(f"{KEEPS}[stream-*-{provider}]" for provider in REASONING_PROVIDERS), says=WHOLE),
+        )
+    ),
+    "09_reasoning_after_calls": Mutant(
+        (
+            caught(f"{KEEPS}[*-openai-responses]", f"{KEEPS}[*-anthropic]", says=WHOLE),
+            # Gemini carries a signature on a call part: after one call, last is still first.
+            caught(f"{KEEPS}[*-parallel_calls_reasoning-gemini]", says=WHOLE),
+            caught(
+                *(f"test_collect_stream_keeps_the_reasoning[{p}]" for p in REASONING_PROVIDERS), says="order of parts"
+            ),
+        )
+    ),
 }
 
 

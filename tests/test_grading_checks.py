@@ -25,8 +25,10 @@ TOOLS = {"get_weather", "get_time"}
         "hit the bound of five rounds with ['get_weather', 'get_weather', 'get_weather', 'get_weather', "
         "'get_weather'] - inspect their results",
         "bound (5) reached after get_weather get_weather get_weather get_weather; verify the tool output",
+        "gave up after 5 rounds; calls in order: get_weather x5. Check what these tools return.",
+        "5 rounds of get_weather (5 times): see what get_weather returns, or raise the bound",
     ],
-    ids=["lesson", "commas", "arrows", "python-list", "last-round-left-out"],
+    ids=["lesson", "commas", "arrows", "python-list", "last-round-left-out", "run-length", "times"],
 )
 def test_runaway_report_accepts_any_wording_a_person_would(message: str) -> None:
     assert missing_from_report(message, 5, [SEQUENCE, SEQUENCE[:-1]], TOOLS) == []
@@ -39,10 +41,11 @@ def test_runaway_report_accepts_any_wording_a_person_would(message: str) -> None
         ("gave up after 5 rounds: check what the tools return", ["sequence"]),
         ("gave up: [get_weather get_weather get_weather get_weather get_weather], check what they return", ["bound"]),
         ("gave up after 5 rounds: [get_weather get_weather get_weather get_weather get_weather]", ["look"]),
-        ("after 5 rounds: get_weather x5 - check what it returns", ["sequence"]),
+        ("after 5 rounds: get_weather x3 - check what it returns", ["sequence"]),
+        ("gave up after 5 rounds, see call sequence: get_weather get_weather get_weather get_weather", ["look"]),
         ("after 15 rounds: [get_weather get_weather get_weather get_weather get_weather], check the output", ["bound"]),
     ],
-    ids=["vague", "no-sequence", "no-bound", "no-advice", "collapsed", "wrong-number"],
+    ids=["vague", "no-sequence", "no-bound", "no-advice", "short-run", "gave-see", "wrong-number"],
 )
 def test_runaway_report_names_what_is_missing(message: str, missing: list[str]) -> None:
     found = missing_from_report(message, 5, [SEQUENCE, SEQUENCE[:-1]], TOOLS)
@@ -98,9 +101,10 @@ def test_history_missing_a_result_marks_where_it_should_be() -> None:
         (ToolResult("c", "KeyError: 'get_time' failed"), True),
         (ToolResult("c", "Tool get_time is unknown"), True),
         (ToolResult("c", "18C, clear"), False),
+        (ToolResult("c", "no result"), False),
         (ToolResult("c", ""), False),
     ],
-    ids=["flag", "error-text", "failed-text", "unknown-text", "plain", "empty"],
+    ids=["flag", "error-text", "failed-text", "unknown-text", "plain", "no-result", "empty"],
 )
 def test_an_error_result_is_flagged_or_worded_as_one(result: ToolResult, flagged: bool) -> None:
     assert says_error(result, None) is flagged
@@ -121,3 +125,17 @@ def test_history_expecting_an_error_rejects_a_silent_result() -> None:
     assert problem is not None and problem.index == 3
     assert 'its tool failed, or it had no entry in the results), but its result "-" does not say so' in problem.headline
     assert problem.kind == "error_result", "the Rule line names the error-result rule, not call order"
+
+
+def test_a_result_from_a_dict_keyed_by_tool_name_says_why() -> None:
+    messages = conversation(tool_result_message("call_1", "24C, humid"), tool_result_message("call_2", "24C, humid"))
+    problem = check_history(messages, messages, expected, has_call_ids=True)
+    assert problem is not None and problem.index == 2
+    assert "Two calls of get_weather share the key 'get_weather', so the second overwrote the first" in problem.headline
+
+
+def test_the_source_of_the_outputs_is_named_as_the_learner_knows_it() -> None:
+    messages = conversation(tool_result_message("call_1", "24C, humid"), tool_result_message("call_2", "18C, clear"))
+    problem = check_history(messages, messages, expected, has_call_ids=False, produced="results held")
+    assert problem is not None and 'but results held "18C, clear" for that call' in problem.headline
+    assert "run(call)" not in problem.headline

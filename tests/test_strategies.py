@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,3 +93,28 @@ def test_impossible_options_have_clear_error(strategy: st.SearchStrategy[object]
 
     with pytest.raises(InvalidArgument, match=match):
         draw()
+
+
+@QUICK
+@given(sst.scenarios(names=sst.plausible_tool_names(), call_arguments=sst.plausible_arguments, rounds=st.just(2)))
+def test_plausible_scenarios_read_like_real_tool_calls(scenario: sandbox.Scenario) -> None:
+    for step in scenario.steps:
+        for call in step.calls:
+            assert re.fullmatch(r"[a-z]+(_[a-z]+)+", call.name), call
+            assert call.arguments, f"{call} has no arguments"
+            for value in call.arguments.values():
+                assert isinstance(value, int) or re.fullmatch(r"[\w .@'-]+", value), f"{call}: {value!r}"
+
+
+def test_generated_grading_scenarios_are_named_as_the_readme_says() -> None:
+    from sandbox.grading import runaways, tasks
+
+    names: list[str] = []
+
+    @settings(max_examples=10, derandomize=True, database=None)
+    @given(st.one_of(tasks(rounds=(0, 3)), runaways()))
+    def collect(scenario: sandbox.Scenario) -> None:
+        names.append(scenario.name)
+
+    collect()
+    assert names and all(re.fullmatch(r"generated_(task|runaway)_\d+_(rounds?|calls?)", name) for name in names)

@@ -20,6 +20,7 @@ from sandbox._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, T
 from sandbox._exceptions import ProviderError
 from sandbox._types import (
     Message,
+    Reasoning,
     Request,
     StopReason,
     Text,
@@ -219,7 +220,8 @@ def test_encode_request_replays_calls_without_invented_ids_but_with_signatures()
         "assistant",
         [
             Text("Let me check."),
-            ToolCall("gcall_abc_0", "get_weather", {"city": "Paris"}, meta={"thought_signature": SIGNATURE}),
+            Reasoning.from_wire("gemini", {"thoughtSignature": SIGNATURE}),
+            ToolCall("gcall_abc_0", "get_weather", {"city": "Paris"}),
             ToolCall("provider-id-7", "get_time", {"tz": "CET"}),
         ],
     )
@@ -295,9 +297,11 @@ def test_decode_response_ids_are_stable_and_distinct() -> None:
 def test_decode_response_keeps_a_provider_id_and_the_thought_signature() -> None:
     part = {"functionCall": {"id": "fc-1", "name": "get_time", "args": {}}, "thoughtSignature": SIGNATURE}
     data = {"candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP"}]}
-    (call,) = WIRE.decode_response(data).tool_calls()
+    message = WIRE.decode_response(data).message
+    (call,) = message.tool_calls()
     assert call.id == "fc-1"
-    assert call.meta == {"thought_signature": SIGNATURE}
+    assert [part.data() for part in message.reasoning()] == [{"thoughtSignature": SIGNATURE}]
+    assert message.content.index(call) == 1  # the signature's part comes first, as the call it rode on
     replayed = WIRE.encode_request(
         Request(MODEL, [user_text("t?"), WIRE.decode_response(data).message]), stream=False, api_key=None
     )
@@ -532,6 +536,7 @@ def test_parse_request_reads_the_sdk_body_into_neutral_messages() -> None:
             "assistant",
             [
                 Text("Checking."),
+                Reasoning.from_wire("gemini", {"thoughtSignature": SIGNATURE}),
                 ToolCall("gemini:1:0", "get_weather", {"city": "Paris"}),
                 ToolCall("gemini:1:1", "get_time", {"tz": "CET"}),
             ],
@@ -548,7 +553,6 @@ def test_parse_request_reads_the_sdk_body_into_neutral_messages() -> None:
         "contents[2]",
         "contents[2]",
     ]
-    assert conv.messages[2].tool_calls()[0].meta == {"thought_signature": SIGNATURE}
     assert (conv.model, conv.stream, conv.tool_choice) == (MODEL, True, "auto")
     assert conv.tools == [
         Tool("get_weather", "", {"type": "object", "properties": {"city": {"type": "string"}}}),
@@ -565,7 +569,7 @@ def test_parse_request_accepts_snake_case_like_the_api() -> None:
         camel.tools,
         camel.tool_choice,
     )
-    assert snake.messages[2].tool_calls()[0].meta == {"thought_signature": SIGNATURE}
+    assert snake.messages[2].reasoning() == camel.messages[2].reasoning() != []
 
 
 def test_parse_request_accepts_no_role_and_a_single_object_for_a_list() -> None:

@@ -280,7 +280,8 @@ def test_decode_response_recorded_parallel_calls() -> None:
 def test_decode_response_recorded_text_item_ends_the_turn() -> None:
     data = {**RECORDED_RESPONSE, "output": [{"type": "reasoning", "id": "rs_1", "summary": []}, RECORDED_TEXT_ITEM]}
     response = WIRE.decode_response(data)
-    assert response.message == assistant_text("It's 18C and clear.")
+    assert response.text() == "It's 18C and clear."
+    assert response.message.reasoning()[0].data() == {"type": "reasoning", "id": "rs_1", "summary": []}
     assert response.stop_reason is StopReason.END_TURN and response.tool_calls() == []
 
 

@@ -19,6 +19,15 @@ def test_answers_every_call_of_every_turn_in_order(challenge: Challenge, scenari
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_raises_once_the_bound_is_hit(challenge: Challenge, provider: str) -> None:
+    """A model that asks for the same tool forever: the loop must still raise after 5 requests."""
+    complete = challenge.function("complete")
+    talk = challenge.dialogue("runaway", provider)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_gave_up(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_any_number_of_calls_in_any_turn(challenge: Challenge, provider: str) -> None:
     """Generated: up to three rounds of 0 to 8 calls each, any tool names and arguments."""
     complete = challenge.function("complete")

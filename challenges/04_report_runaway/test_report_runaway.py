@@ -34,7 +34,7 @@ def test_any_runaway_is_reported(challenge: Challenge, provider: str) -> None:
     complete = challenge.function("complete")
 
     @GRADING
-    @given(scenario=runaways(identifiers=True))
+    @given(scenario=runaways())
     def check(scenario: Scenario) -> None:
         talk = challenge.dialogue(scenario, provider)
         outcome = talk.call(complete, talk.client, talk.request, talk.run)

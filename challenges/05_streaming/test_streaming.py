@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from sandbox import Scenario
 from sandbox.grading import GRADING, PROVIDERS, Challenge, take_away_collect_stream, tasks
-from sandbox.strategies import scenarios
 
 
 @pytest.fixture(autouse=True)
@@ -18,7 +16,7 @@ def _write_your_own(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("scenario", ["plain_text", "single_call", "parallel_calls"])
+@pytest.mark.parametrize("scenario", ["plain_text", "single_call", "parallel_calls", "stop_reason_mismatch"])
 def test_collect_stream_rebuilds_the_turn(challenge: Challenge, scenario: str, provider: str) -> None:
     collect_stream = challenge.function("collect_stream")
     talk = challenge.dialogue(scenario, provider)
@@ -48,11 +46,11 @@ def test_complete_is_still_bounded(challenge: Challenge, provider: str) -> None:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_collect_stream_rebuilds_any_turn(challenge: Challenge, provider: str) -> None:
-    """Generated: a turn of 0 to 8 calls whose arguments are any JSON objects, split into fragments."""
+    """Generated: a turn of 0 to 8 calls, its arguments split into fragments, with any stop reason."""
     collect_stream = challenge.function("collect_stream")
 
     @GRADING
-    @given(scenario=scenarios(rounds=st.just(1), calls=st.integers(0, 8), repeat=st.just("once")))
+    @given(scenario=tasks(rounds=(1, 1), calls=(0, 8), stop=True))
     def check(scenario: Scenario) -> None:
         talk = challenge.dialogue(scenario, provider)
         stream = talk.stream_for()

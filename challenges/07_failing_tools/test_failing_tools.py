@@ -37,6 +37,25 @@ def test_an_unknown_tool_becomes_an_error_result(challenge: Challenge, provider:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_raises_once_the_bound_is_hit(challenge: Challenge, provider: str) -> None:
+    """A model that asks for the same tool forever: the loop must still raise after 5 requests."""
+    complete = challenge.function("complete")
+    talk = challenge.dialogue("runaway", provider)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_gave_up(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_refused_request_reaches_the_caller(challenge: Challenge, provider: str) -> None:
+    """The provider refuses request 2 (the conversation is too long): catch the tool's failure, not that."""
+    complete = challenge.function("complete")
+    failing = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}
+    talk = challenge.dialogue("tool_error_recovery", provider, failing=failing, refuse=2)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_provider_error_raised(outcome)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_any_failing_calls_become_error_results(challenge: Challenge, provider: str) -> None:
     """Generated: up to three rounds of 1 to 8 calls; any of them may raise, or name an unknown tool."""
     complete = challenge.function("complete")

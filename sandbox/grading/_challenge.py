@@ -90,7 +90,10 @@ class Challenge:
         try:
             return self._implementations.get(self.source, self.shown_as)
         except ImplementationError as error:
-            pytest.fail(str(error), pytrace=False)
+            problem = str(error)
+        # Failing outside the except block: inside it, pytest would print the message twice, joined by
+        # "During handling of the above exception".
+        pytest.fail(problem, pytrace=False)
 
     def function(self, name: str, *, asynchronous: bool = False) -> Callable[..., Any]:
         """The learner's function `name`, checked to exist (and to be `async def` when asked)."""
@@ -117,10 +120,13 @@ class Challenge:
         mode: Literal["sync", "async"] = "sync",
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
+        refuse: int | None = None,
     ) -> Dialogue:
         """A fresh conversation with `scenario` (a catalogue name, or a generated `Scenario`) on
         `provider`'s wire format; see `Dialogue`."""
-        dialogue = Dialogue(self, scenario, provider, mode=mode, failing=failing, unknown_tools=unknown_tools)
+        dialogue = Dialogue(
+            self, scenario, provider, mode=mode, failing=failing, unknown_tools=unknown_tools, refuse=refuse
+        )
         self._dialogues.append(dialogue)
         return dialogue
 

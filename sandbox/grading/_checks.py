@@ -18,13 +18,25 @@ __all__ = ["EXPECT_ERROR", "Problem", "check_history", "diagnose", "missing_from
 EXPECT_ERROR = object()
 """The expected content of a result whose tool failed: any result marked or worded as an error."""
 
+# Words that make a result read as a failure. "no result" or "missing" alone do not: a model can read
+# them as an empty answer and ask again, so a missing result must say error, or carry is_error.
 _ERRORISH = re.compile(
-    r"error|fail|exception|unknown|not found|no result|unable|could ?n[o']t|cannot|missing|invalid|raised",
+    r"error|fail|exception|traceback|unknown|not found|unable|could ?n[o']t|cannot|invalid|raised",
     re.IGNORECASE,
 )
 _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
-_LOOK = re.compile(r"\b(check|inspect|look|verify|investigate|examine|debug|review|see)", re.IGNORECASE)
-_WHAT = re.compile(r"(return|output|result|respon|produc|give|gave)", re.IGNORECASE)
+# Advice is a verb of inspection or change aimed at what the tools return (or at the bound), within a
+# few words: "check what these tools return", "inspect their results", "raise MAX_ROUNDS". The words
+# of the report itself ("gave up ... see call sequence") are not advice.
+_ADVICE = re.compile(
+    r"\b(?:check|inspect|look\s+(?:at|into)|verify|investigate|examine|debug|review|see\s+(?:what|whether|why|if|how))"
+    r"\W+(?:[\w'-]+\W+){0,6}?(?:return|output|result|respon|produc)"
+    r"|\b(?:raise|increase|bump|lift)\W+(?:the\W+)?(?:bound|limit|max_rounds|maximum)",
+    re.IGNORECASE,
+)
+# A run-length entry in a call sequence: `get_weather x5`, `get_weather ×5`, `get_weather*5`,
+# `get_weather (x5)`, `get_weather (5 times)`, `get_weather 5 times`.
+_REPEATS = re.compile(r"\s*(?:[x×*]\s*(\d+)\b|\(\s*[x×]?\s*(\d+)\s*(?:[x×]|times)?\s*\)|(\d+)\s*(?:times|[x×])(?!\w))")
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 
 
@@ -56,9 +68,13 @@ def check_history(
     expected: Callable[[ToolCall], object],
     *,
     has_call_ids: bool,
+    produced: str = "run(call) returned",
 ) -> Problem | None:
     """Every turn with calls is followed by one result per call, in call order, each carrying what
-    `run` produced for that call (or an error result where `expected` says EXPECT_ERROR)."""
+    `run` produced for that call (or an error result where `expected` says EXPECT_ERROR).
+
+    `produced` says where the outputs came from, as the learner knows it (challenge 01 has no `run`:
+    `results` held them)."""
     for index, message in enumerate(messages):
         calls = message.tool_calls() if message.role == "assistant" else []
         for position, call in enumerate(calls):
@@ -99,8 +115,9 @@ def check_history(
                     )
             elif result.content != want:
                 return Problem(
-                    f"the result for {describe_call(call)} is {quote(result.content)}, but run(call) "
-                    f"returned {quote(str(want))} for that call: each result must carry its own call's output.",
+                    f"the result for {describe_call(call)} is {quote(result.content)}, but {produced} "
+                    f"{quote(str(want))} for that call: each result must carry its own call's output."
+                    + _why_not_its_own(call, result.content, calls, expected),
                     at,
                 )
         extra = _result_at(messages, index + 1 + len(calls)) if calls else None
@@ -111,6 +128,22 @@ def check_history(
                 index + 1 + len(calls),
             )
     return None
+
+
+def _why_not_its_own(
+    call: ToolCall, content: str, calls: Sequence[ToolCall], expected: Callable[[ToolCall], object]
+) -> str:
+    """The likely cause when a result carries another call's output: outputs kept by tool name."""
+    twins = [other for other in calls if other is not call and other.name == call.name]
+    if any(expected(other) == content for other in twins):
+        return (
+            f" It is the output of another {call.name} call of the same turn: were the outputs kept in a dict "
+            f"keyed by tool name? Two calls of {call.name} share the key {call.name!r}, so the second "
+            "overwrote the first. Key them by call.id, or pair each call with its output in order."
+        )
+    if any(expected(other) == content for other in calls if other is not call):
+        return " It is the output of another call of the same turn: pair each call with its own output."
+    return ""
 
 
 def diagnose(messages: Sequence[Message]) -> Problem | None:
@@ -177,12 +210,24 @@ def missing_from_report(text: str, rounds: int, sequences: Sequence[Sequence[str
     number = _NUMBER_WORDS[rounds] if rounds < len(_NUMBER_WORDS) else str(rounds)
     if not re.search(rf"(?<!\d){rounds}(?!\d)", text) and not re.search(rf"\b{number}\b", text, re.IGNORECASE):
         missing.append(f"the bound it hit: {rounds} (the number of rounds your loop made)")
-    found = [word for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text) if word in tools]
+    found = _named_calls(text, tools)
     if not any(seq and _contains_run(found, list(seq)) for seq in sequences):
         missing.append(f"the call sequence, in order: [{' '.join(sequences[0])}]")
-    if not (_LOOK.search(text) and _WHAT.search(text)):
-        missing.append("what to look at: tell the reader to check what those tools return")
+    if not _ADVICE.search(text):
+        missing.append("what to look at: tell the reader what to check or change, e.g. 'check what these tools return'")
     return missing
+
+
+def _named_calls(text: str, tools: set[str]) -> list[str]:
+    """The tool names in `text`, in order, with run-length entries (`get_weather x5`) written out."""
+    found: list[str] = []
+    for match in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        if match.group() not in tools:
+            continue
+        repeated = _REPEATS.match(text, match.end())
+        count = int(next(group for group in repeated.groups() if group)) if repeated else 1
+        found += [match.group()] * min(count, 100)
+    return found
 
 
 def _contains_run(found: list[str], sequence: list[str]) -> bool:

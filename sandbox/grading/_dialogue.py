@@ -18,12 +18,28 @@ import pytest
 from .. import _catalogue, _transport
 from .._exceptions import ProviderError
 from .._scenario import Call, Scenario
-from .._types import Request, Response, ToolCall, user_text
+from .._types import Request, Response, StopReason, ToolCall, user_text
+from ._awaited import TrackedAsyncClient
 from ._checks import EXPECT_ERROR, missing_from_report
 from ._clients import RecordingAsyncClient, RecordingClient, Sent, TeeStream
-from ._feedback import NotStarted
-from ._lessons import AWAIT, BOUND, CONCURRENT, END, MISSING, REPORT, STREAM, TOOL_FAILED, Lesson
+from ._feedback import Feedback, NotStarted
+from ._lessons import (
+    ASYNCIO_RUN,
+    AWAIT,
+    AWAIT_CLIENT,
+    BOUND,
+    CONCURRENT,
+    END,
+    MISSING,
+    PROVIDER_FAILED,
+    REPORT,
+    STREAM,
+    TOOL_FAILED,
+    WHOLE_TURN,
+    Lesson,
+)
 from ._probe import ConcurrencyProbe
+from ._refusal import RefusingTransport, refusal_text
 from ._runner import Outcome, TimedOut, call_with_deadline
 from ._transcript import describe_call, quote
 from ._verdicts import Verdicts, short
@@ -54,18 +70,23 @@ class Dialogue(Verdicts):
         mode: Literal["sync", "async"] = "sync",
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
+        refuse: int | None = None,
     ) -> None:
         self.owner = owner
         self.scenario = scenario if isinstance(scenario, Scenario) else _catalogue.get_scenario(scenario)
         self.provider = provider
         self.transport = _transport.transport(self.scenario, budget=BUDGET)
+        self.refusing: RefusingTransport | None = None
+        """With `refuse=N`, the provider refuses request N as too long (`_refusal`)."""
+        if refuse is not None:
+            self.transport = self.refusing = RefusingTransport(self.transport, provider, refuse)
         self.journal = self.transport.journal
         self.sent: Sent = {}
         self.client: RecordingClient | RecordingAsyncClient
         self.probe: ConcurrencyProbe | None = None
         self.run: Callable[[ToolCall], Any]
         if mode == "async":
-            self.client = RecordingAsyncClient(provider, transport=self.transport, sent=self.sent)
+            self.client = TrackedAsyncClient(provider, transport=self.transport, sent=self.sent)
             self.probe = ConcurrencyProbe(self.journal, self.output, wait=owner.concurrency_wait())
             self.run = self.probe.run
         else:
@@ -131,12 +152,7 @@ class Dialogue(Verdicts):
             self.owner.record_hang()
             first = self.owner.full_deadline()
             self.hung(seconds, self.owner.name, self.owner.deadline(), first=first if first > seconds else None)
-        if self.probe is not None and self.probe.never_awaited():
-            self.fail(
-                f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, "
-                "and a coroutine object went where its output belongs.",
-                lesson=AWAIT,
-            )
+        self.check_awaited(outcome)
         if isinstance(outcome.error, NotImplementedError):
             raise NotStarted(self.owner.not_started(self.function), pytrace=False)
         if isinstance(outcome.error, (pytest.fail.Exception, pytest.skip.Exception)):
@@ -154,6 +170,36 @@ class Dialogue(Verdicts):
         return TeeStream(self.client.stream(self.request))
 
     # -- verdicts -----------------------------------------------------------------------------------
+
+    def check_awaited(self, outcome: Outcome) -> None:
+        """Challenge 08: every coroutine the learner was handed (the client's, run's) was awaited.
+
+        Checked in the test that ran the code, and the rest closed, so no warning about them surfaces
+        later in another test."""
+        __tracebackhide__ = True
+        client = self.client.handed_out.close_unawaited() if isinstance(self.client, TrackedAsyncClient) else 0
+        tools = self.probe.never_awaited() if self.probe is not None else 0
+        error = outcome.error
+        if client:
+            self.fail(
+                f"{self.function}() on {self.where} called client.complete(req) without awaiting it: the "
+                "request was never sent, and resp is a coroutine, not a Response.",
+                details=self.learner_frames(error),
+                lesson=AWAIT_CLIENT,
+            )
+        if tools and isinstance(error, RuntimeError) and "asyncio.run()" in str(error):
+            self.fail(
+                f"{self.function}() on {self.where} called asyncio.run() inside async code: {self.function}() "
+                "already runs in an event loop, and asyncio.run cannot start another one inside it.",
+                details=self.learner_frames(error),
+                lesson=ASYNCIO_RUN,
+            )
+        if tools:
+            self.fail(
+                f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, "
+                "and a coroutine object went where its output belongs.",
+                lesson=AWAIT,
+            )
 
     def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Response:
         """The loop returned the model's final answer, and every request before it was right."""
@@ -202,6 +248,8 @@ class Dialogue(Verdicts):
         self.check_progress()
         self.check_rejections()
         made = len(self.journal)
+        if made == 0 and outcome.error is not None:
+            self.raised(outcome.error, "asking the model")
         if made > bound:
             ending = "raising" if outcome.error is not None else "returning"
             self.fail(
@@ -229,6 +277,37 @@ class Dialogue(Verdicts):
         self.check_order(last)
         return outcome.error
 
+    def expect_provider_error_raised(self, outcome: Outcome) -> BaseException:
+        """Challenge 07: the provider refused a request (`refuse=N`); the loop let its error through,
+        rather than swallowing it and resending, or returning an earlier response."""
+        __tracebackhide__ = True
+        assert self.refusing is not None, "expect_provider_error_raised() needs a dialogue opened with refuse=N"
+        self.check_progress()
+        self.check_rejections()
+        at = self.refusing.at
+        if not self.refusing.refused:
+            if outcome.error is not None:
+                self.raised(outcome.error, f"reaching request {at}")
+            made = len(self.journal)
+            self.fail(f"{self.function}() on {self.where} made {made} request(s), then stopped; it should reach {at}.")
+        refusal = f"{self.provider} 400: {refusal_text(self.provider)}"
+        more = self.refusing.refused - 1 + len(self.journal) - (at - 1)
+        if outcome.error is None or more > 0:
+            went_on = f"sent {more} more request(s), then " if more > 0 else ""
+            ended = (
+                f"raised {type(outcome.error).__name__}"
+                if outcome.error is not None
+                else (f"returned {short(outcome.value)}")
+            )
+            Feedback(
+                f"{self.function}() on {self.where}: the provider refused request {at}, and {self.function}() "
+                f"{went_on}{ended}. A provider's error is not a tool's: it means the request itself was refused, "
+                "so it must reach the caller, not be caught like a failing tool.",
+                provider=refusal,
+                lesson=PROVIDER_FAILED,
+            ).fail()
+        return outcome.error
+
     def expect_runaway_report(self, error: BaseException) -> None:
         """The error names the bound, the calls in order, and says to check what the tools return."""
         __tracebackhide__ = True
@@ -247,6 +326,7 @@ class Dialogue(Verdicts):
     def expect_applied(self, outcome: Outcome) -> Response:
         """Challenge 01: the learner appended the turn and the results; the provider accepts them."""
         __tracebackhide__ = True
+        self.produced = "results held"
         if outcome.error is not None:
             self.raised(outcome.error, "appending to req.messages", MISSING if self._errors_expected else None)
         if outcome.value is not None:
@@ -293,10 +373,11 @@ class Dialogue(Verdicts):
             self.fail(f"{self.function}() returned before reading the stream to its end.", lesson=STREAM)
         differences = _differences(response, reference)
         if differences:
+            reasoning = any(line.startswith(("reasoning", "order of parts")) for line in differences)
             self.fail(
                 f"{self.function}() rebuilt a different turn from the one the stream carried:",
                 details=[f"- {line}" for line in differences],
-                lesson=STREAM,
+                lesson=WHOLE_TURN if reasoning else STREAM,
             )
         return response
 
@@ -353,6 +434,15 @@ class Dialogue(Verdicts):
         deliberate = bool(frames) and (frames[-1].line or "").lstrip().startswith("raise")
         if not deliberate or last is None or last.turn is None or not last.turn.message.tool_calls():
             return None
+        if last.turn.stop_reason is not StopReason.TOOL_USE:
+            said = last.turn.raw_stop_reason or last.turn.stop_reason.value
+            return Lesson(
+                END.rule,
+                f"The loop raised after request {len(self.journal)}, whose turn said stop reason {said!r} but "
+                "still carried tool calls. A stop reason such as max_tokens, stop or STOP is not the bound and "
+                "not an error: run the calls and go on. Decide with resp.tool_calls(); raise only once the "
+                "bound (5 requests) is hit.",
+            )
         if any(step.repeat != "once" for step in self.scenario.steps):
             return BOUND
         needed = len(self.scenario.steps)
@@ -383,6 +473,26 @@ def _differences(mine: Response, reference: Response) -> list[str]:
                 f"tool calls: [{', '.join(describe_call(call) for call in calls)}], expected "
                 f"[{', '.join(describe_call(call) for call in reference.tool_calls())}]"
             )
-    if mine.stop_reason != reference.stop_reason:
-        found.append(f"stop_reason: {mine.stop_reason!r}, expected {reference.stop_reason!r} (from MessageEnd)")
+    found += _reasoning_differences(mine, reference)
+    # What MessageEnd carries: copied from the stream, never guessed from the calls.
+    for name in ("stop_reason", "usage", "model", "id"):
+        mine_value, carried = getattr(mine, name, None), getattr(reference, name)
+        if mine_value != carried:
+            found.append(f"{name}: {mine_value!r}, expected {carried!r} (from MessageEnd)")
     return found
+
+
+def _reasoning_differences(mine: Response, reference: Response) -> list[str]:
+    """A reasoning model's turn: the same reasoning parts, unchanged, before the calls they led to."""
+    want = [part.data() for part in reference.message.reasoning()]
+    got = [part.data() for part in mine.message.reasoning()]
+    if got != want:
+        return [
+            f"reasoning: {len(got)} part(s), expected the {len(want)} the stream carried, unchanged "
+            "(each ReasoningEnd's event.reasoning)"
+        ]
+    order = [part.kind for part in mine.message.content if part.kind != "text"]
+    expected = [part.kind for part in reference.message.content if part.kind != "text"]
+    if got and order != expected:
+        return [f"order of parts: {', '.join(order)}; expected {', '.join(expected)}: reasoning first, as it arrived"]
+    return []

@@ -4,6 +4,7 @@ lesson, not the grader's stack."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 import traceback
 from collections.abc import Sequence
@@ -15,13 +16,23 @@ import pytest
 
 from ._lessons import Lesson
 
-__all__ = ["Feedback", "NotStarted", "learner_traceback"]
+__all__ = ["Feedback", "NotStarted", "Verdict", "learner_traceback", "mistake_of"]
 
 _WIDTH = 100
 
 
 class NotStarted(pytest.fail.Exception):  # type: ignore[misc,name-defined]
     """The implementation still raises NotImplementedError: reported as "not started", in one line."""
+
+
+class Verdict(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A grading failure that knows which mistake it reports, so the run can show each mistake once."""
+
+    def __init__(self, text: str, mistake: str) -> None:
+        super().__init__(text, pytrace=False)
+        self.mistake = mistake
+        """What stays the same when one mistake fails many tests: the headline without its scenario,
+        provider, numbers, ids and quoted values, and the lesson's rule (see `_grouping`)."""
 
 
 @dataclass
@@ -50,7 +61,7 @@ class Feedback:
 
     def fail(self) -> NoReturn:
         __tracebackhide__ = True
-        pytest.fail(self.render(), pytrace=False)
+        raise Verdict(self.render(), mistake_of(self.headline, self.lesson.rule if self.lesson else ""))
 
 
 def _wrapped(label: str, text: str) -> list[str]:
@@ -63,3 +74,23 @@ def learner_traceback(error: BaseException, source: Path) -> list[str]:
     lines = [line.rstrip() for line in traceback.format_list(frames[-4:])]
     summary = traceback.format_exception_only(type(error), error)[-1].strip()
     return [*(line for chunk in lines for line in chunk.splitlines()), summary]
+
+
+_VARIABLE = [
+    (re.compile(r"scenario '[^']*' on [\w-]+"), "SCENARIO"),
+    (re.compile(r'"[^"]*"'), '""'),
+    (re.compile(r"'[^']*'"), "''"),
+    (re.compile(r"\[[^\]]*\]"), "[]"),
+    (re.compile(r"\b[\w.-]+\([^()]*\)"), "CALL()"),
+    (re.compile(r"\b(?:first|second|third|fourth|fifth|sixth)\b"), "NTH"),
+    (re.compile(r"[\w-]*\d[\w-]*"), "N"),
+]
+
+
+def mistake_of(headline: str, rule: str) -> str:
+    """The kind of mistake a failure reports: its headline with everything that varies from case to
+    case (scenario, provider, counts, ids, calls, quoted values) taken out, and the lesson's rule."""
+    shape = headline.splitlines()[0] if headline else ""
+    for pattern, replacement in _VARIABLE:
+        shape = pattern.sub(replacement, shape)
+    return " ".join(shape.split()) + " | " + rule

@@ -23,14 +23,13 @@ transcript shows the generated conversation.
 from __future__ import annotations
 
 import dataclasses
-import string
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from .._scenario import Scenario
 from .._types import StopReason
-from ..strategies import scenarios
+from ..strategies import plausible_arguments, plausible_tool_names, scenarios
 
 __all__ = ["EXAMPLES", "GRADING", "runaways", "tasks"]
 
@@ -47,26 +46,10 @@ GRADING = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 
-_IDENTIFIER = string.ascii_letters + string.digits + "_"
 
-# Arguments that survive every wire format's JSON unchanged, so a call's outputs can be keyed by them.
-_ARGUMENTS = st.dictionaries(
-    st.sampled_from(["city", "query", "id", "units", "limit"]),
-    st.text(alphabet=string.ascii_letters + " -'", max_size=12) | st.integers(-(10**6), 10**6),
-    max_size=3,
-)
-
-
-def _identifiers() -> st.SearchStrategy[str]:
-    """Tool names as most tools are named: the runaway report reads them back out of prose."""
-    return st.builds(
-        lambda head, tail: head + tail, st.sampled_from(string.ascii_letters), st.text(_IDENTIFIER, max_size=20)
-    )
-
-
-def _named(scenario: Scenario) -> Scenario:
-    """Readable in a transcript: `scenario 'generated_...' on openai`."""
-    return dataclasses.replace(scenario, name=f"generated_{scenario.name}"[:64])
+def _named(scenario: Scenario, name: str) -> Scenario:
+    """Readable in a transcript: `scenario 'generated_task_2_rounds' on openai`."""
+    return dataclasses.replace(scenario, name=f"generated_{name}")
 
 
 @st.composite
@@ -88,29 +71,28 @@ def tasks(
             rounds=st.integers(*rounds),
             calls=st.integers(*calls),
             repeat=st.just("once"),
-            call_arguments=_ARGUMENTS,
+            call_arguments=plausible_arguments,
             stop=st.sampled_from(list(StopReason)) if stop else None,
             unique_calls=True,
+            names=plausible_tool_names(),
         )
     )
-    return _named(scenario)
+    rounds_made = sum(1 for step in scenario.steps if step.calls)
+    return _named(scenario, f"task_{rounds_made}_round{'s' if rounds_made != 1 else ''}")
 
 
 @st.composite
-def runaways(draw: st.DrawFn, *, calls: tuple[int, int] = (1, 8), identifiers: bool = False) -> Scenario:
-    """A model that asks for the same `calls` calls every turn, forever: only the loop's bound ends it.
-
-    With `identifiers`, tool names are identifier-like (`get_weather`), as a report that names them in
-    prose is read back word by word.
-    """
+def runaways(draw: st.DrawFn, *, calls: tuple[int, int] = (1, 8)) -> Scenario:
+    """A model that asks for the same `calls` calls every turn, forever: only the loop's bound ends it."""
     scenario = draw(
         scenarios(
             rounds=st.just(1),
             calls=st.integers(*calls),
             repeat=st.just("forever"),
-            call_arguments=_ARGUMENTS,
+            call_arguments=plausible_arguments,
             unique_calls=True,
-            names=_identifiers() if identifiers else None,
+            names=plausible_tool_names(),
         )
     )
-    return _named(scenario)
+    count = len(scenario.steps[0].calls)
+    return _named(scenario, f"runaway_{count}_call{'s' if count != 1 else ''}")

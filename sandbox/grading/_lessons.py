@@ -12,15 +12,19 @@ from ..wire import Rule
 
 __all__ = [
     "APPEND",
+    "ASYNCIO_RUN",
     "AWAIT",
+    "AWAIT_CLIENT",
     "BOUND",
     "CONCURRENT",
     "END",
     "MISSING",
     "ORDER",
+    "PROVIDER_FAILED",
     "REPORT",
     "STREAM",
     "TOOL_FAILED",
+    "WHOLE_TURN",
     "Lesson",
     "lesson_for",
     "lesson_for_diagnosis",
@@ -37,7 +41,7 @@ class Lesson:
 
 _TURN_FIRST = "Append resp.message before any tool result: every provider requires it."
 _ONE_PER_CALL = "Append the assistant turn once, then one tool message per call, in call order."
-_BOUND = "Bound the loop at about 5 rounds, and make the error explain what to look at."
+_BOUND = "Loop until resp.tool_calls() is empty, with a hard bound of about 5 rounds: raise once it is hit."
 
 _ONCE = Lesson(
     "Append resp.message itself, once per turn; never a reconstruction.",
@@ -71,6 +75,20 @@ _LESSONS: dict[str, Lesson] = {
         "resp.tool_calls(), not an id from an earlier turn or one you made up.",
     ),
     Rule.HISTORY_MISMATCH: _ONCE,
+    Rule.REASONING_DROPPED: Lesson(
+        "Append resp.message itself: a reasoning model's turn goes back whole, its reasoning before its calls.",
+        "The provider sent reasoning with that turn (Responses reasoning items, Anthropic thinking blocks, a "
+        "Gemini thought signature) and continues the model's thinking from it, so it refuses a turn that comes "
+        "back without it or with it out of place. A turn rebuilt from resp.tool_calls(), or a stream collector "
+        "that keeps only text and calls, drops it: append resp.message unchanged, and when streaming keep each "
+        "ReasoningEnd event's part where it arrived, before the calls.",
+    ),
+    Rule.REASONING_INVALID: Lesson(
+        "Append resp.message itself: reasoning goes back exactly as the provider sent it, with its own turn.",
+        "The provider signs its reasoning for one turn and checks the signature: reasoning edited, moved to "
+        "another turn, or sent while the request no longer enables thinking is refused. Send each turn's "
+        "reasoning back with that turn, unchanged, and keep the request's settings the same every round.",
+    ),
     "duplicate_turn": _ONCE,
     Rule.SCRIPT_FINISHED: Lesson(
         "Loop until resp.tool_calls() is empty: prefer the call list over the stop reason.",
@@ -133,7 +151,7 @@ END = Lesson(
     "Gemini says STOP either way). Decide with resp.tool_calls(), not resp.stop_reason.",
 )
 BOUND = Lesson(
-    "Bound the loop at about 5 rounds, and make the error explain what to look at.",
+    _BOUND,
     "Count the rounds; after the fifth, raise an exception (skyl.ToolLoopError fits) instead of "
     "returning, so the caller knows the loop gave up.",
 )
@@ -163,6 +181,12 @@ TOOL_FAILED = Lesson(
     "try/except Exception and send the error back, e.g. skyl.tool_result_message(call.id, "
     "f'ERROR: {exc}', is_error=True). The model can then correct itself on the next round.",
 )
+PROVIDER_FAILED = Lesson(
+    "Catch the tool's failure, not the provider's: a ProviderError means the request itself was refused.",
+    "Wrap run(call) alone in try/except, never client.complete(req): resending a refused request gets the "
+    "same refusal, and returning an earlier response hides that the model never answered. Let the "
+    "ProviderError propagate (or raise your own error from it).",
+)
 CONCURRENT = Lesson(
     "The calls of one turn are independent: run them concurrently, append the results in call order.",
     "Start every call of the turn, then await them together: "
@@ -174,9 +198,26 @@ AWAIT = Lesson(
     "run(call) is a coroutine function: calling it starts nothing until it is awaited. Await it, or "
     "gather the turn's calls: outputs = await asyncio.gather(*(run(call) for call in calls)).",
 )
+AWAIT_CLIENT = Lesson(
+    "The loop is the same with await: resp = await client.complete(req).",
+    "AsyncClient.complete is a coroutine function: client.complete(req) only creates a coroutine, and "
+    "nothing is sent until it is awaited. Write resp = await client.complete(req).",
+)
+ASYNCIO_RUN = Lesson(
+    CONCURRENT.rule,
+    "asyncio.run() starts an event loop; inside async def one is already running. Await the coroutine "
+    "instead, or gather the turn's calls: outputs = await asyncio.gather(*(run(call) for call in calls)).",
+)
+WHOLE_TURN = Lesson(
+    "A streamed turn goes back whole: rebuild every part the stream announced, reasoning included.",
+    "A reasoning model's stream sends each reasoning part as ReasoningDelta fragments (to show) and one "
+    "ReasoningEnd, whose event.reasoning is the part to keep. Keep the parts in the order they first "
+    "appeared: the reasoning comes before the calls it led to, and the provider wants it back there.",
+)
 STREAM = Lesson(
     "There is no resp.message on a stream: rebuild the turn from the events you saw.",
     "Text arrives as TextDelta fragments; each call as ToolCallStart (id, name), then ToolCallDelta "
     "fragments of its JSON arguments, keyed by event.index. Join each call's fragments and parse them "
-    "once, after the stream ends; MessageEnd carries the stop reason.",
+    "once, after the stream ends. MessageEnd carries the stop reason, usage, model and id: copy them "
+    "from it, never guess them from the calls.",
 )

@@ -36,7 +36,9 @@ def describe_message(message: Message) -> str:
     text = message.text()
     if message.role == "assistant":
         calls = message.tool_calls()
-        shown = [quote(text)] if text else []
+        reasoning = len(message.reasoning())
+        shown = [f"[reasoning x{reasoning}]"] if reasoning else []
+        shown += [quote(text)] if text else []
         if calls:
             shown.append("calls " + ", ".join(describe_call(call) for call in calls))
         else:

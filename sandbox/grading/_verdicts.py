@@ -21,7 +21,14 @@ from ._feedback import Feedback, learner_traceback
 from ._lessons import APPEND, ORDER, Lesson, lesson_for, lesson_for_diagnosis
 from ._transcript import describe_call, quote, render, reply_line
 
-__all__ = ["Verdicts", "short"]
+__all__ = ["SIGNATURES", "Verdicts", "short"]
+
+SIGNATURES = {
+    "apply_tool_results": "(req, resp, results)",
+    "complete": "(client, req, run)",
+    "collect_stream": "(stream)",
+}
+"""The learner's functions, as the starter files declare them and the graders call them."""
 
 
 class Verdicts:
@@ -36,6 +43,8 @@ class Verdicts:
     """The learner's function under test, by name, for headlines."""
     source: Path
     """The file it lives in: tracebacks keep only its frames."""
+    produced = "run(call) returned"
+    """Where each call's output came from, as the learner knows it (challenge 01: `results` held it)."""
 
     def expected(self, call: ToolCall) -> object:
         """What the result of `call` must carry (see `Dialogue.expected`)."""
@@ -111,6 +120,7 @@ class Verdicts:
             self.sent.get(exchange.request_body, ()),
             self.expected,
             has_call_ids=get_wire_format(self.provider).has_call_ids,
+            produced=self.produced,
         )
         if problem is not None:
             lesson = lesson_for_diagnosis(problem.kind) if problem.kind else ORDER
@@ -118,9 +128,16 @@ class Verdicts:
 
     def raised(self, error: BaseException, instead: str, lesson: Lesson | None = None) -> NoReturn:
         __tracebackhide__ = True
+        details = self.learner_frames(error)
+        if isinstance(error, TypeError) and len(details) == 1 and self.function in SIGNATURES:
+            # No frame of the learner's file: the call itself failed, so the signature is not the starter's.
+            details.append(
+                f"{self.function}() must take {SIGNATURES[self.function]}, as in the starter exercise.py: "
+                f"the grader calls {self.function}{SIGNATURES[self.function]}."
+            )
         self.fail(
             f"{self.function}() on {self.where} raised {type(error).__name__} instead of {instead}:",
-            details=self.learner_frames(error),
+            details=details,
             exchange=self.journal.last,
             lesson=lesson,
         )

@@ -20,7 +20,7 @@ from typing import Any
 
 from .._events import StreamEvent
 from .._exceptions import ProviderError
-from .._types import Message, Request, Response, StopReason, Tool, Usage
+from .._types import Message, Reasoning, Request, Response, StopReason, Tool, Usage
 from ._sse import SSEEvent
 
 __all__ = [
@@ -72,6 +72,12 @@ class Rule(str, enum.Enum):
     """The same assistant turn (the same call ids or item ids) appears twice in the history."""
     UNKNOWN_CALL_ID = "unknown_call_id"
     """A result answers an id that the turn before it did not call."""
+    REASONING_DROPPED = "reasoning_dropped"
+    """A reasoning model's turn came back without its reasoning (Responses reasoning items, Anthropic
+    thinking blocks, Gemini thought signatures), or its reasoning came back without the rest of it."""
+    REASONING_INVALID = "reasoning_invalid"
+    """Reasoning the provider did not issue for that turn (edited, moved to another turn, written by
+    hand), or thinking sent back while the request disables thinking."""
     HISTORY_MISMATCH = "history_mismatch"
     """Sandbox only: an echoed assistant turn is not the one the sandbox sent at that step."""
     SCRIPT_FINISHED = "script_finished"
@@ -258,6 +264,25 @@ class WireFormat(ABC):
         """`error.body` as it goes out for the request `request_digest`: a provider that repeats its
         request id inside the error body (Anthropic) puts the request's own id there."""
         return error.body
+
+    # -- reasoning (fake side; a scenario that plays a reasoning model) -------------------------
+
+    def reasoning_parts(
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
+    ) -> list[Reasoning]:
+        """The reasoning this provider sends before the rest of turn `seed` of a reasoning scenario,
+        given what the model `thought` (`acting`: the turn calls tools); none where the provider sends
+        none (Chat Completions) or the request did not ask for it."""
+        return []
+
+    def check_reasoning(
+        self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
+    ) -> None:
+        """Raise the provider's error when the echoed assistant turn `index` dropped, moved or
+        changed the reasoning sent with it (`expected`, empty for a turn without reasoning).
+        `last`: it is the history's final assistant turn. Formats without reasoning check nothing:
+        Chat Completions has no reasoning echo rule."""
+        return None
 
 
 def error_from_body(provider: str, status: int, body: bytes, *, kind_key: str = "type") -> ProviderError:

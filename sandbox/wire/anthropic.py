@@ -3,7 +3,8 @@
 Tool calls are `tool_use` content blocks of the assistant turn; their answers are `tool_result`
 blocks that must open the next user turn. The neutral model keeps one `tool` message per result, so
 the client merges consecutive tool messages (and a user message right after them) into one user
-turn, and the fake splits that turn again. Request validation lives in `anthropic_validate`.
+turn, and the fake splits that turn again. Request validation lives in `anthropic_validate`;
+thinking blocks and their echo rules in `anthropic_reasoning`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,20 @@ from typing import Any
 
 from .._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from .._exceptions import ProviderError, UsageError
-from .._types import Message, Part, Request, Response, Role, StopReason, Text, Tool, ToolCall, ToolResult, Usage
+from .._types import (
+    Message,
+    Part,
+    Reasoning,
+    Request,
+    Response,
+    Role,
+    StopReason,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from ._base import (
     BASE58,
     Conversation,
@@ -28,7 +42,17 @@ from ._base import (
     split_fragments,
     stable_token,
 )
+from ._reasoning import check_provider
 from ._sse import SSEEvent, dumps, sse_frame, to_bytes
+from .anthropic_reasoning import (
+    ThinkingStream,
+    check_echo,
+    check_final_turn,
+    decode_block,
+    stream_deltas,
+    stream_start,
+    thinking_blocks,
+)
 from .anthropic_validate import Block, Body, Invalid, check_rules, load_json, validate_schema
 
 __all__ = ["WIRE", "Anthropic"]
@@ -101,9 +125,12 @@ def _arguments(call_id: str, name: str, value: Any) -> dict[str, Any]:
 
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
+    check_provider(message, _PROVIDER)
     blocks: list[dict[str, Any]] = []
     for part in message.content:
-        if isinstance(part, Text):
+        if isinstance(part, Reasoning):
+            blocks.append(part.data())  # exactly as received: the API checks the signature
+        elif isinstance(part, Text):
             if part.text:  # the API rejects empty text blocks; an empty part carries nothing
                 blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall):
@@ -176,6 +203,7 @@ class _OpenBlock:
     call_id: str = ""
     name: str = ""
     fragments: list[str] = field(default_factory=list)
+    thinking: ThinkingStream | None = None
 
 
 class _StreamDecoder(StreamDecoder):
@@ -190,6 +218,7 @@ class _StreamDecoder(StreamDecoder):
         self._stop: str | None = None
         self._open: dict[int, _OpenBlock] = {}
         self._calls = 0
+        self._thoughts = 0
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         if event.event == "ping":
@@ -257,6 +286,10 @@ class _StreamDecoder(StreamDecoder):
             self._open[index] = _OpenBlock("tool_use", self._calls, call_id, name)
             self._calls += 1
             return [ToolCallStart(self._calls - 1, call_id, name)]
+        if kind in ("thinking", "redacted_thinking"):
+            self._open[index] = _OpenBlock(kind, thinking=ThinkingStream(self._thoughts, block))
+            self._thoughts += 1
+            return []
         self._open[index] = _OpenBlock(kind if isinstance(kind, str) else "")
         text = block.get("text") if kind == "text" else None
         return [TextDelta(text)] if isinstance(text, str) and text else []
@@ -274,11 +307,15 @@ class _StreamDecoder(StreamDecoder):
             fragment = _field(delta, "partial_json", str, "content_block_delta.delta")
             block.fragments.append(fragment)
             return [ToolCallDelta(block.call_index, fragment)] if fragment else []
-        return []  # thinking, signature and citation deltas carry nothing the neutral model keeps
+        if block.thinking is not None:
+            return block.thinking.delta(delta)
+        return []  # citation deltas carry nothing the neutral model keeps
 
     def _block_stop(self, data: Mapping[str, Any]) -> list[StreamEvent]:
         index, block = self._block(data, "content_block_stop")
         del self._open[index]
+        if block.thinking is not None:
+            return block.thinking.end()
         if block.kind != "tool_use":
             return []
         text = "".join(block.fragments)
@@ -354,7 +391,9 @@ def _parts(blocks: Sequence[Block]) -> list[Part]:
             parts.append(ToolCall(block.id, block.name, block.input))
         elif block.kind == "tool_result":
             parts.append(ToolResult(block.tool_use_id, block.content, block.is_error))
-    return parts  # images, documents, thinking, server-tool blocks: nothing the neutral model keeps
+        elif block.reasoning is not None:
+            parts.append(decode_block(block.reasoning))
+    return parts  # images, documents, server-tool blocks: nothing the neutral model keeps
 
 
 def _neutral(body: Body) -> _Neutral:
@@ -433,6 +472,8 @@ class Anthropic(WireFormat):
             body["temperature"] = request.temperature
         if request.stop_sequences:
             body["stop_sequences"] = list(request.stop_sequences)
+        if request.reasoning:
+            body["thinking"] = {"type": "adaptive"}  # no budget to keep below max_tokens
         if stream:
             body["stream"] = True
         headers = {"anthropic-version": API_VERSION, "content-type": "application/json"}
@@ -450,6 +491,8 @@ class Anthropic(WireFormat):
                 raise _bad(f"{where} is not an object: {block!r}")
             if block.get("type") == "text":
                 parts.append(Text(_field(block, "text", str, where)))
+            elif block.get("type") in ("thinking", "redacted_thinking"):
+                parts.append(decode_block(block))
             elif block.get("type") == "tool_use":
                 call_id = _field(block, "id", str, where)
                 name = _field(block, "name", str, where)
@@ -476,6 +519,7 @@ class Anthropic(WireFormat):
             raise self.error(400, error.message, rule=error.rule) from None
         neutral = _neutral(checked)
         try:
+            check_final_turn(data)
             check_rules(checked)
         except Invalid as error:
             raise self.error(400, error.message, rule=error.rule, message_index=neutral.index_of(error)) from None
@@ -491,6 +535,16 @@ class Anthropic(WireFormat):
 
     def call_id(self, seed: str) -> str:
         return "toolu_01" + stable_token(seed, 22, BASE58)
+
+    def reasoning_parts(
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
+    ) -> list[Reasoning]:
+        return thinking_blocks(seed, thought, conversation, redacted=redacted)
+
+    def check_reasoning(
+        self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
+    ) -> None:
+        check_echo(conversation, index, expected, error=self.error)
 
     def _message_id(self, turn: ModelTurn) -> str:
         return "msg_01" + stable_token(turn.response_seed, 22, BASE58)
@@ -570,6 +624,9 @@ class Anthropic(WireFormat):
         if block["type"] == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": piece} for piece in split_fragments(block["text"])]
+        elif block["type"] in ("thinking", "redacted_thinking"):
+            start = stream_start(block)
+            deltas = stream_deltas(block, split_fragments(block.get("thinking", "")))
         else:
             start = {**block, "input": {}}
             arguments = dumps(block["input"]) if block["input"] else ""

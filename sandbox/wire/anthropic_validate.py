@@ -56,6 +56,8 @@ class Block:
     tool_use_id: str = ""
     content: str = ""
     is_error: bool = False
+    reasoning: dict[str, Any] | None = None
+    """A `thinking` or `redacted_thinking` block as sent: its echo is checked whole (`anthropic_reasoning`)."""
 
 
 @dataclass(frozen=True)
@@ -360,7 +362,16 @@ def _block(value: Any, where: str) -> Block:
         return Block("tool_use", id=call_id, name=name, input=arguments)
     if tag == "tool_result":
         return _tool_result(block, inner)
+    if tag in ("thinking", "redacted_thinking"):
+        return _thinking(block, tag, inner)
     return Block(tag)
+
+
+def _thinking(block: dict[str, Any], tag: str, where: str) -> Block:
+    """[INF] pydantic's wording for the fields the SDK's ThinkingBlockParam requires."""
+    for key in ("data",) if tag == "redacted_thinking" else ("thinking", "signature"):
+        _str(_required(block, key, where), f"{where}.{key}")
+    return Block(tag, reasoning=dict(block))
 
 
 def _tool_result(block: dict[str, Any], where: str) -> Block:

@@ -8,7 +8,8 @@ same number of `functionResponse` parts, paired by position. So:
 - the fake numbers calls by position (`gemini:<content>:<k>`) and gives each response the id of the
   call at its position in the turn before (see `_pair` for responses whose name says otherwise).
 
-Request validation lives in `gemini_validate.py`; this module maps between the wire and skyl types.
+Request validation lives in `gemini_validate.py`; thought signatures and their echo rule in
+`gemini_reasoning.py`; this module maps between the wire and skyl types.
 """
 
 from __future__ import annotations
@@ -20,7 +21,19 @@ from typing import Any
 
 from .._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from .._exceptions import ProviderError
-from .._types import Message, Part, Request, Response, StopReason, Text, Tool, ToolCall, ToolResult, Usage
+from .._types import (
+    Message,
+    Part,
+    Reasoning,
+    Request,
+    Response,
+    StopReason,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from ._base import (
     Conversation,
     EncodedRequest,
@@ -32,7 +45,9 @@ from ._base import (
     split_fragments,
     stable_token,
 )
+from ._reasoning import check_provider
 from ._sse import SSEEvent, dumps, sse_frame
+from .gemini_reasoning import check_echo, encode_parts, reasoning_events, signature_part, wire_reasoning
 from .gemini_validate import (
     ParsedRequest,
     Rejection,
@@ -144,8 +159,18 @@ class Gemini(WireFormat):
         """Gemini has no call ids: this placeholder names a scripted call inside the sandbox only."""
         return f"gemini-call-{stable_token(seed, 12)}"
 
+    def reasoning_parts(
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
+    ) -> list[Reasoning]:
+        return [signature_part(seed)] if acting else []  # Gemini 3 signs the turns that call tools
+
+    def check_reasoning(
+        self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
+    ) -> None:
+        check_echo(conversation, index, expected, error=self.error)
+
     def encode_response(self, turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
-        parts = [_encode_part(part) for part in turn.message.content if _on_wire(part)]
+        parts = encode_parts(turn.message.content, _fake_part)
         content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {"role": "model"}
         candidate = {"content": content, **_finish(turn), "index": 0}
         return {"candidates": [candidate], **_response_fields(turn, conversation)}
@@ -153,7 +178,11 @@ class Gemini(WireFormat):
     def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         """One complete response per chunk: text in small fragments, then every call whole in the
         final chunk (Gemini neither splits arguments nor spreads parallel calls over chunks, and
-        google-genai's chat keeps each chunk as its own history turn), `finishReason` on the last."""
+        google-genai's chat keeps each chunk as its own history turn), `finishReason` on the last.
+        A thinking model's call chunk carries the signature and no `finishReason`; an empty text part
+        follows with it, the Gemini 3 shape."""
+        if turn.message.reasoning():
+            return self._thinking_stream(turn, conversation)
         chunks: list[list[dict[str, Any]]] = [
             [{"text": fragment}]
             for part in turn.message.content
@@ -163,6 +192,25 @@ class Gemini(WireFormat):
         calls = [_encode_part(part) for part in turn.message.tool_calls()]
         if calls or not chunks:
             chunks.append(calls or [{"text": ""}])  # the finishReason needs a chunk to ride on
+        fields = _response_fields(turn, conversation)
+        frames = []
+        for number, parts in enumerate(chunks):
+            finish = _finish(turn) if number == len(chunks) - 1 else {}
+            candidate = {"content": {"parts": parts, "role": "model"}, **finish, "index": 0}
+            frames.append(sse_frame(dumps({"candidates": [candidate], **fields}), newline="\r\n"))
+        return frames
+
+    @staticmethod
+    def _thinking_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+        texts = [part for part in turn.message.content if isinstance(part, Text)]
+        chunks: list[list[dict[str, Any]]] = [
+            [{"text": fragment}] for part in texts for fragment in split_fragments(part.text)
+        ]
+        rest = [part for part in turn.message.content if not isinstance(part, Text)]
+        calls = encode_parts(rest, _fake_part)
+        if calls:
+            chunks.append(calls)
+        chunks.append([{"text": ""}])
         fields = _response_fields(turn, conversation)
         frames = []
         for number, parts in enumerate(chunks):
@@ -221,11 +269,20 @@ def _encode_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
             contents.append({"role": "user", "parts": responses})
             responses = []
         role = "model" if message.role == "assistant" else "user"
-        parts = [_encode_part(part, with_id=True) for part in message.content if _on_wire(part)]
+        check_provider(message, "gemini")
+        parts = encode_parts(message.content, _client_part)
         contents.append({"role": role, "parts": parts})
     if responses:
         contents.append({"role": "user", "parts": responses})
     return contents
+
+
+def _client_part(part: Part) -> dict[str, Any] | None:
+    return _encode_part(part, with_id=True) if _on_wire(part) else None
+
+
+def _fake_part(part: Part) -> dict[str, Any] | None:
+    return _encode_part(part) if _on_wire(part) else None
 
 
 def _on_wire(part: Part) -> bool:
@@ -240,11 +297,7 @@ def _encode_part(part: Part, *, with_id: bool = False) -> dict[str, Any]:
         call: dict[str, Any] = {"name": part.name, "args": _plain(part.arguments)}
         if with_id and _provider_id(part.id):
             call = {"id": part.id, **call}
-        encoded: dict[str, Any] = {"functionCall": call}
-        signature = part.meta.get("thought_signature")
-        if isinstance(signature, str):
-            encoded["thoughtSignature"] = signature
-        return encoded
+        return {"functionCall": call}  # a thought signature travels as the Reasoning part before it
     assert isinstance(part, Text)
     return {"text": part.text}
 
@@ -372,6 +425,10 @@ def _read_parts(candidate: Mapping[str, Any], where: str, ids: _CallIds) -> list
     for number, raw in enumerate(_optional(content, "parts", list, f"{where}.content") or []):
         path = f"{where}.content.parts[{number}]"
         part = _object(raw, path)
+        _optional(part, "thoughtSignature", str, path)
+        reasoning = wire_reasoning(part)
+        if reasoning is not None:
+            parts.append(reasoning)  # before the part that carried it, as encode_parts puts it back
         call = _optional(part, "functionCall", dict, path)
         if call is not None:
             parts.append(_read_call(call, part, f"{path}.functionCall", ids))
@@ -395,9 +452,7 @@ def _read_call(call: Mapping[str, Any], part: Mapping[str, Any], where: str, ids
             status=200, provider="gemini",
         )  # fmt: skip
     call_id = _optional(call, "id", str, where)
-    signature = _optional(part, "thoughtSignature", str, where.rsplit(".", 1)[0])
-    meta = {"thought_signature": signature} if signature else {}
-    return ToolCall(ids.next(call_id, name, args), name, args, meta=meta)
+    return ToolCall(ids.next(call_id, name, args), name, args)
 
 
 def _stop_reason(finish: Any, has_calls: bool) -> StopReason:
@@ -419,6 +474,7 @@ class _GeminiStream(StreamDecoder):
     def __init__(self) -> None:
         self._ids: _CallIds | None = None
         self._calls = 0
+        self._thoughts = 0
         self._ended = False
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
@@ -444,6 +500,10 @@ class _GeminiStream(StreamDecoder):
         for part in _read_parts(candidate, "candidates[0]", self._ids):
             if isinstance(part, Text):
                 events.append(TextDelta(part.text))
+                continue
+            if isinstance(part, Reasoning):
+                events += reasoning_events(self._thoughts, part)
+                self._thoughts += 1
                 continue
             assert isinstance(part, ToolCall)
             index, self._calls = self._calls, self._calls + 1
@@ -511,6 +571,9 @@ def _content_messages(index: int, content: WireContent, previous: WireContent | 
         parts: list[Part] = []
         calls = 0
         for part in content.parts:
+            reasoning = _reasoning(part)
+            if reasoning is not None:
+                parts.append(reasoning)
             if part.kind == "call":
                 parts.append(_fake_call(index, calls, part))
                 calls += 1
@@ -554,8 +617,17 @@ def _pair(call_turn: int, called: list[str], answered: list[str]) -> list[str]:
 
 
 def _fake_call(index: int, position: int, part: WirePart) -> ToolCall:
-    meta = {"thought_signature": part.signature} if part.signature else {}
-    return ToolCall(f"gemini:{index}:{position}", part.name, dict(part.payload), meta=meta)
+    return ToolCall(f"gemini:{index}:{position}", part.name, dict(part.payload))
+
+
+def _reasoning(part: WirePart) -> Reasoning | None:
+    """A model part's thought or signature as the skyl part before it (the echo rule reads the wire)."""
+    if part.kind == "text" and part.thought:
+        thought: dict[str, Any] = {"text": part.text, "thought": True}
+        if part.signature:
+            thought["thoughtSignature"] = part.signature
+        return wire_reasoning(thought)
+    return wire_reasoning({"thoughtSignature": part.signature}) if part.signature else None
 
 
 _RESULT_KEYS = {"result": False, "output": False, "return_value": False, "content": False, "error": True}

@@ -29,6 +29,7 @@ from ._base import (
     stable_token,
 )
 from ._openai import openai_error, openai_request_headers
+from ._reasoning import check_provider
 from ._sse import SSEEvent, dumps, sse_frame
 from .openai_chat_validate import Rejection, check_request, load_body
 
@@ -238,6 +239,9 @@ def _encode_messages(request: Request) -> list[dict[str, Any]]:
 
 def _encode_message(message: Message, index: int) -> list[dict[str, Any]]:
     """One neutral message as wire messages: a `tool` message holding several results becomes several."""
+    # Chat Completions returns no reasoning to send back (a reasoning model keeps it to itself and
+    # reports only `reasoning_tokens`), so it has no reasoning echo rule; another provider's is refused.
+    check_provider(message, "openai")
     calls = message.tool_calls()
     results = message.tool_results()
     if calls and message.role != "assistant":

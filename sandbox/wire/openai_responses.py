@@ -5,19 +5,32 @@ The Responses API has no messages, only a flat list of items: an assistant turn 
 item (its prose) plus one `function_call` item per call, and each result is a
 `function_call_output` item paired with its call by `call_id`, not by position. The neutral model
 folds the assistant items that follow each other back into one assistant message.
-The fake side's request checks live in `openai_responses_validate.py`.
+The fake side's request checks live in `openai_responses_validate.py`; reasoning items and their
+echo rules in `openai_responses_reasoning.py`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from .._exceptions import ProviderError, UsageError
-from .._types import Message, Part, Request, Response, StopReason, Text, Tool, ToolCall, ToolResult, Usage
+from .._types import (
+    Message,
+    Part,
+    Reasoning,
+    Request,
+    Response,
+    StopReason,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from ._base import (
     CREATED_AT,
     HEX,
@@ -32,7 +45,9 @@ from ._base import (
     stable_token,
 )
 from ._openai import openai_request_headers
+from ._reasoning import check_provider
 from ._sse import SSEEvent, dumps, sse_frame
+from .openai_responses_reasoning import ReasoningStream, check_echo, decode_item, reasoning_item, stream_item
 from .openai_responses_validate import parse_request, wire_error
 
 __all__ = ["WIRE", "OpenAIResponses"]
@@ -75,6 +90,8 @@ class OpenAIResponses(WireFormat):
         body["max_output_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.reasoning:
+            body["reasoning"] = {"summary": "auto"}
         if stream:
             body["stream"] = True
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -122,6 +139,16 @@ class OpenAIResponses(WireFormat):
             },
         )
 
+    def reasoning_parts(
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
+    ) -> list[Reasoning]:
+        return [reasoning_item(seed, thought, conversation)]
+
+    def check_reasoning(
+        self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
+    ) -> None:
+        check_echo(conversation, index, expected)
+
     def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         """created, in_progress, each item's events, then the terminal event holding the full response."""
         final = self.encode_response(turn, conversation)
@@ -132,6 +159,8 @@ class OpenAIResponses(WireFormat):
         for index, item in enumerate(final["output"]):
             if item["type"] == "function_call":
                 _stream_call(writer, index, item)
+            elif item["type"] == "reasoning":
+                stream_item(writer.emit, index, item)
             else:
                 _stream_message(writer, index, item)
         writer.emit(_TERMINAL_EVENTS.get(final["status"], "response.completed"), response=final)
@@ -157,7 +186,8 @@ WIRE = OpenAIResponses()
 
 
 def _encode_message(message: Message) -> Iterator[dict[str, Any]]:
-    """One item per run of text, one per call, one per result, in the message's order."""
+    """One item per run of text, one per call, one per result, one per reasoning item, in the message's order."""
+    check_provider(message, _PROVIDER)
     texts: list[str] = []
     for part in message.content:
         if isinstance(part, Text):
@@ -166,7 +196,10 @@ def _encode_message(message: Message) -> Iterator[dict[str, Any]]:
         if texts:
             yield _text_item(message.role, texts)
             texts = []
-        yield _call_item(part) if isinstance(part, ToolCall) else _result_item(part)
+        if isinstance(part, Reasoning):
+            yield part.data()  # exactly as the API sent it: id, summary, encrypted_content
+        else:
+            yield _call_item(part) if isinstance(part, ToolCall) else _result_item(part)
     if texts:
         yield _text_item(message.role, texts)
 
@@ -249,6 +282,8 @@ def _decode_output(output: list[Any]) -> tuple[Message, bool]:
         kind = item.get("type")
         if kind == "function_call":
             parts.append(_decode_call(item, where))
+        elif kind == "reasoning":
+            parts.append(decode_item(item))
         elif kind == "message":
             for j, content in enumerate(_field(item, "content", list, where)):
                 piece = _as_object(content, f"{where}.content[{j}]")
@@ -257,7 +292,7 @@ def _decode_output(output: list[Any]) -> tuple[Message, bool]:
                     parts.append(Text(_field(piece, "refusal", str, f"{where}.content[{j}]")))
                 elif piece.get("type") == "output_text":
                     parts.append(Text(_field(piece, "text", str, f"{where}.content[{j}]")))
-        # Reasoning and hosted-tool items carry neither prose nor a call for the loop to run.
+        # Hosted-tool items carry neither prose nor a call for the loop to run.
     return Message("assistant", parts), refusal
 
 
@@ -312,6 +347,7 @@ class _ResponsesStreamDecoder(StreamDecoder):
 
     def __init__(self) -> None:
         self._calls: dict[int, _OpenCall] = {}
+        self._reasoning = ReasoningStream()
         self._refusal = False
         self._ended = False
         self._last = "nothing"
@@ -341,6 +377,8 @@ class _ResponsesStreamDecoder(StreamDecoder):
         where = kind
         if kind == "response.output_item.added":
             item = _as_object(data.get("item"), f"{where} with an item")
+            if item.get("type") == "reasoning":
+                return self._reasoning.added(_field(data, "output_index", int, where))
             if item.get("type") != "function_call":
                 return []
             output_index = _field(data, "output_index", int, where)
@@ -357,8 +395,12 @@ class _ResponsesStreamDecoder(StreamDecoder):
             return start + self._fragment(call, item.get("arguments"))
         if kind == "response.function_call_arguments.delta":
             return self._fragment(self._call(data, where), _field(data, "delta", str, where))
+        if kind == "response.reasoning_summary_text.delta":
+            return self._reasoning.delta(data)
         if kind == "response.output_item.done":
             item = _as_object(data.get("item"), f"{where} with an item")
+            if item.get("type") == "reasoning":
+                return self._reasoning.done(_field(data, "output_index", int, where), item)
             if item.get("type") != "function_call":
                 return []
             call = self._call(data, where)
@@ -447,6 +489,9 @@ def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
     for part in turn.message.content:
         if isinstance(part, Text):
             texts.append(part.text)
+        elif isinstance(part, Reasoning):
+            flush()
+            items.append(part.data())
         elif isinstance(part, ToolCall):
             flush()
             item_id = part.meta.get("item_id")

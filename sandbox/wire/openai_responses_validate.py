@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from .._types import Message, Part, Role, Text, Tool, ToolCall, ToolResult
+from .._types import Message, Part, Reasoning, Role, Text, Tool, ToolCall, ToolResult
 from ._base import Conversation, Rule, WireError
 from ._openai import openai_error
 
@@ -431,11 +431,14 @@ class _Parser:
             self._check_function_call(index, path, item)
         elif kind == "function_call_output":
             self._check_function_call_output(index, path, item)
-        # Other item types (reasoning, hosted tool calls, ...) are legal input that the scripted model
-        # never produces: accepted, and left out of the neutral conversation.
+        elif kind == "reasoning":
+            self._check_reasoning(path, item)
+        # Other item types (hosted tool calls, ...) are legal input that the scripted model never
+        # produces: accepted, and left out of the neutral conversation.
         item_id = item.get("id")
         if isinstance(item_id, str):
-            owner = len(self.turns) - 1 if kind in ("message", "function_call", "function_call_output") else -1
+            owned = ("message", "function_call", "function_call_output", "reasoning")
+            owner = len(self.turns) - 1 if kind in owned else -1
             self.item_ids.append(_Ref(item_id, index, owner, kind))
 
     def _check_message(self, path: str, item: Mapping[str, Any]) -> None:
@@ -541,6 +544,22 @@ class _Parser:
         meta = {"item_id": item["id"]} if isinstance(item.get("id"), str) else {}
         self._new_turn("assistant", path).parts.append(ToolCall(call_id, strings["name"], arguments, meta=meta))
         self.calls.append(_Ref(call_id, index, at))
+
+    def _check_reasoning(self, path: str, item: Mapping[str, Any]) -> None:
+        """A reasoning item joins the assistant turn it opens; its echo rules run in the replay
+        (`openai_responses_reasoning.check_echo`), which knows what the fake sent."""
+        at = self._index_for("assistant")
+        if "id" not in item:
+            _missing(f"{path}.id", index=at)  # [INF] REF template; the SDK's param requires it
+        self._check_item_id(path, item, "rs", at)  # [INF] by analogy with 'fc' and 'msg'
+        if "summary" not in item:
+            _missing(f"{path}.summary", index=at)  # [INF] REF template; the SDK's param requires it
+        summary = item["summary"]
+        if not isinstance(summary, list):
+            _wrong_type(f"{path}.summary", "an array", summary, index=at)  # [INF]
+        texts = [part["text"] for part in summary if isinstance(part, dict) and isinstance(part.get("text"), str)]
+        reasoning = Reasoning.from_wire("openai-responses", item, summary="\n\n".join(texts))
+        self._new_turn("assistant", path).parts.append(reasoning)
 
     def _check_function_call_output(self, index: int, path: str, item: Mapping[str, Any]) -> None:
         at = len(self.turns)

@@ -1,0 +1,51 @@
+"""Coroutines handed to the learner in challenge 08, kept so that one never awaited becomes a verdict.
+
+An un-awaited coroutine is a silent bug: `client.complete(req)` without `await` sends nothing, and
+Python only warns when the coroutine is garbage-collected, at some later moment, inside whichever
+test happens to be running then. Keeping every coroutine handed out lets the test that ran the code
+report it, and closing the ones never started keeps Python from warning about them later.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import httpx
+
+from .._types import Request, Response
+from ._clients import RecordingAsyncClient, Sent
+
+__all__ = ["HandedOut", "TrackedAsyncClient"]
+
+T = TypeVar("T")
+
+
+class HandedOut:
+    """The coroutines given to the learner's code."""
+
+    def __init__(self) -> None:
+        self._coroutines: list[Coroutine[Any, Any, Any]] = []
+
+    def keep(self, coroutine: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
+        self._coroutines.append(coroutine)
+        return coroutine
+
+    def close_unawaited(self) -> int:
+        """How many were never awaited; they are closed, so Python will not warn about them."""
+        waiting = [c for c in self._coroutines if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
+        for coroutine in waiting:
+            coroutine.close()
+        return len(waiting)
+
+
+class TrackedAsyncClient(RecordingAsyncClient):
+    """The async client of challenge 08, whose `complete` coroutines are kept in `handed_out`."""
+
+    def __init__(self, provider: str, *, transport: httpx.AsyncBaseTransport, sent: Sent) -> None:
+        super().__init__(provider, transport=transport, sent=sent)
+        self.handed_out = HandedOut()
+
+    def complete(self, request: Request) -> Coroutine[Any, Any, Response]:
+        return self.handed_out.keep(super().complete(request))
