@@ -2,7 +2,7 @@
 baseline measured in the same run, so the table means the same on a laptop and on a loaded CI box.
 
     python bench/run.py                      every row (about 2 minutes)
-    python bench/run.py --rows inproc,sdk    some rows: inproc loop sdk serve challenges memory
+    python bench/run.py --rows inproc,sdk    some rows: inproc loop sdk serve challenges memory limits
     python bench/run.py --quick              shorter runs, noisier figures (about 40 s)
     python bench/run.py --profile            after the table, a cProfile of every subject that missed
     python bench/run.py --update-results     also rewrite the table in bench/RESULTS.md
@@ -40,7 +40,7 @@ import httpx  # noqa: E402
 import sandbox  # noqa: E402
 from sandbox import skyl  # noqa: E402
 
-ROWS = ("inproc", "loop", "sdk", "serve", "challenges", "memory")
+ROWS = ("inproc", "loop", "sdk", "serve", "challenges", "memory", "limits")
 PROMPT = "What's the weather in Paris?"
 
 
@@ -512,6 +512,82 @@ def row_memory(settings: Settings) -> list[Row]:
     return rows
 
 
+# -- rows: what one client can cost the others (issue 14) --------------------------------------------
+
+
+def row_limits(settings: Settings) -> list[Row]:
+    import _limits
+    from _serve import server_process
+
+    rows = []
+    label, path, body, engine_s, parse_s = _limits.slowest()
+    rows.append(
+        Row(
+            f"slowest request within the 4 MiB limit: Engine.handle ({label}, {len(body) / 2**20:.1f} MiB)",
+            engine_s / parse_s,
+            "json.loads of the same bytes",
+            "< 1 s",
+            engine_s < 1.0,
+            f"{engine_s * 1e3:.0f} ms vs {parse_s * 1e3:.0f} ms",
+        )
+    )
+    with server_process("sandbox") as port:
+        alone, during, count, large = _limits.small_while_large(port, path, body)
+        rows.append(
+            Row(
+                "serve: a small request while that request is in flight (worst of the smalls sent meanwhile)",
+                during / alone,
+                "the same small request alone (median of 20)",
+                "< 1 s",
+                during < 1.0,
+                f"{during * 1e3:.0f} ms vs {alone * 1e3:.1f} ms ({count} smalls during the large one's {large:.2f} s)",
+            )
+        )
+    for provider in sandbox.PROVIDERS:
+        size_in, size_out, frames = _limits.stream_ratio(provider)
+        rows.append(
+            Row(
+                f"largest streamed answer ({size_in / 2**20:.1f} MiB result quoted), {provider}: bytes out per byte in",
+                size_out / size_in,
+                "the request's bytes",
+                "<= 6x (Responses repeats the text in 4 done events)",
+                size_out <= 6 * size_in,
+                f"{size_out / 2**20:.1f} MiB in {frames} frames",
+            )
+        )
+    with server_process("sandbox") as port:
+        steps = _limits.connections_held(port)
+    answered = [held for held, took in steps if took < 1.0]
+    most = max(answered, default=0)
+    rows.append(
+        Row(
+            "serve: idle connections held before a small request waits 1 s",
+            most / 1024,
+            "1,024: the common open-file limit, where the server used to stop",
+            ">= 2x",
+            most >= 2048,
+            ", ".join(f"{held}: {took * 1e3:.0f} ms" for held, took in steps)
+            + (" (stopped at the bench's own bound)" if len(answered) == len(steps) else ""),
+        )
+    )
+    total = 120 if settings.quick else 300
+    memory = _limits.run_memory(total)
+    rss: dict[str, float] = memory["rss"]  # type: ignore[assignment]
+    first, half, last = rss["30"], rss[str(total // 2)], rss[str(total)]
+    rows.append(
+        Row(
+            f"memory: one transport after {total} requests quoting a distinct 1 MiB result",
+            last / first,
+            "RSS after 30 requests",
+            "flat (the journal's 64 MiB bound)",
+            last - half <= 0.1 * half,
+            f"{first:.0f} / {half:.0f} / {last:.0f} MB after 30 / {total // 2} / {total}; journal holds "
+            f"{memory['held']}, dropped {memory['dropped']}",
+        )
+    )
+    return rows
+
+
 # -- the table ---------------------------------------------------------------------------------------
 
 
@@ -572,7 +648,7 @@ def main() -> int:
     started = time.perf_counter()
     rows: list[Row] = []
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve,
-                "challenges": row_challenges, "memory": row_memory}  # fmt: skip
+                "challenges": row_challenges, "memory": row_memory, "limits": row_limits}  # fmt: skip
     for name in ROWS:
         if name in chosen:
             print(f"... {name}", file=sys.stderr, flush=True)

@@ -10,9 +10,12 @@ Every failure is a provider-shaped error; nothing here raises to the door.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
+import json
 import threading
 import time
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +43,12 @@ a conversation within the budget of 50 turns needs a small fraction of it, and i
 one request bounded."""
 MAX_CALLS_PER_TURN = 512
 """Tool calls in one assistant turn. [INF] A sandbox limit; no scripted turn comes near it."""
+MAX_ITEMS = 10_000
+"""Messages, content parts and tools in one request, counted before the request is parsed. [INF] A
+sandbox limit: each costs tens of microseconds to validate, and 4 MiB holds 150,000 tiny ones. A
+conversation within the budget holds a few hundred."""
+_COUNT_ABOVE = 64 * 1024
+"""Bodies smaller than this cannot hold enough items to matter, and skip the count."""
 
 
 @dataclass(frozen=True)
@@ -125,8 +134,13 @@ class Engine:
         the clients of providers that keep it (see `_kept`)."""
         self._repeats = _RepeatGuard(budget)
 
-    def handle(self, method: str, path: str, body: bytes, *, client: str = "") -> Exchange:
-        """Answer one request. `path` excludes the query string; `client` keys the repeat guard."""
+    def handle(self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None) -> Exchange:
+        """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
+
+        `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
+        `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
+        (a direct call, no URL) streams SSE.
+        """
         found = route(path)
         digest = _request_digest(method, path, body)
         if found is None or method.upper() != "POST":
@@ -135,8 +149,11 @@ class Engine:
         wire = found.wire
         conversation: Conversation | None = None
         try:
+            array = found.stream and query is not None and _gemini_alt(wire, query) == "json"
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
+            if len(body) > _COUNT_ABOVE:
+                _check_items(wire, body)
             expanded = self.kept.expand(wire, body)
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
@@ -144,7 +161,7 @@ class Engine:
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
             if exchange.turn is not None:
                 self.kept.keep(expanded, wire, conversation, exchange.turn)
-            return exchange
+            return _as_json_array(exchange) if array else exchange
         except WireError as error:
             return _error_exchange(method, path, body, wire, error, conversation, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
@@ -159,10 +176,23 @@ class Engine:
         digest = _request_digest(method, path, f"oversized:{size}".encode())
         return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
+    def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
+        """The error for a body a door stopped waiting for after `seconds`."""
+        found = route(path)
+        wire = found.wire if found else wrong_path(method, path)[0]
+        digest = _request_digest(method, path, f"slow:{seconds}".encode())
+        error = wire.error(
+            408,
+            f"sandbox: the request body did not arrive within {seconds:g} s, so the sandbox stopped "
+            "waiting for it. Send the whole body at once (any HTTP client or SDK does).",
+            rule=Rule.MALFORMED,
+        )
+        return _error_exchange(method, path, b"", wire, error, None, digest)
+
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
         return wire.error(
             413,
-            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} read); the sandbox "
+            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} announced or read); the sandbox "
             "accepts at most that. Trim the conversation, or start the sandbox with a larger limit.",
             rule=Rule.TOO_LARGE,
         )
@@ -256,6 +286,64 @@ def caller_key() -> str:
         task = None
     thread = f"thread:{threading.get_ident()}"
     return thread if task is None else f"{thread}/task:{id(task)}"
+
+
+def _gemini_alt(wire: WireFormat, query: str) -> str:
+    """`sse` or `json` (the default): the response format a Gemini stream's `alt=` asks for."""
+    values = urllib.parse.parse_qs(query, keep_blank_values=True).get("alt", ["json"])
+    alt = values[-1]
+    if alt not in ("sse", "json"):
+        raise wire.error(  # [INF] Google's text for an unknown alt is not captured
+            400,
+            f"sandbox: alt={_printable(alt)!r} is not a response format the sandbox serves: use alt=sse "
+            "(what the SDKs send) for server-sent events, or alt=json (the default) for a JSON array.",
+            rule=Rule.MALFORMED,
+        )
+    return alt
+
+
+def _as_json_array(exchange: Exchange) -> Exchange:
+    """A Gemini stream without alt=sse: the same chunks as one JSON array, `[{...}\r\n,{...}]`."""
+    if exchange.status != 200 or not exchange.is_stream:
+        return exchange
+    frames = [chunk.decode("utf-8").strip().removeprefix("data: ").encode("utf-8") for chunk in exchange.chunks]
+    chunks = tuple(
+        (b"[" if index == 0 else b"\r\n,") + frame + (b"]" if index == len(frames) - 1 else b"")
+        for index, frame in enumerate(frames)
+    )
+    return dataclasses.replace(exchange, headers={"content-type": "application/json"}, chunks=chunks)
+
+
+def _check_items(wire: WireFormat, body: bytes) -> None:
+    """Refuse a request with more than `MAX_ITEMS` messages, parts and tools before the wire format
+    parses and validates them one by one. Anything this cannot read is left to the wire format."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(data, dict):
+        return
+    items = 0
+    for key in ("messages", "input", "contents", "tools"):
+        value = data.get(key)
+        if not isinstance(value, list):
+            continue
+        items += len(value)
+        for entry in value:
+            if isinstance(entry, dict):
+                for inner in ("content", "parts", "functionDeclarations", "function_declarations"):
+                    nested = entry.get(inner)
+                    if isinstance(nested, list):
+                        items += len(nested)
+    if items > MAX_ITEMS:
+        raise wire.error(
+            400,
+            f"sandbox: this request holds {items} messages, content parts and tools; the sandbox accepts "
+            f"at most {MAX_ITEMS}. A conversation that long is a loop that never stopped: bound the "
+            "loop (about 5 rounds), and start a new conversation for a new task.",
+            rule=Rule.TOO_LARGE,
+            code="sandbox_too_many_items",
+        )
 
 
 def _check_size(wire: WireFormat, conversation: Conversation) -> None:

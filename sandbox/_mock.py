@@ -109,14 +109,14 @@ class _Patch:
 
         def handle_request(transport: Any, request: Any) -> Any:
             if request.url.host in PROVIDER_HOSTS:
-                answer = _answer(request.method, request.url.path, request.read())
+                answer = _answer(request.method, request.url.path, request.read(), request.url.query)
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
             return sync_original(transport, request)
 
         async def handle_async_request(transport: Any, request: Any) -> Any:
             if request.url.host in PROVIDER_HOSTS:
-                answer = _answer(request.method, request.url.path, await request.aread())
+                answer = _answer(request.method, request.url.path, await request.aread(), request.url.query)
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
             return await async_original(transport, request)
@@ -132,7 +132,7 @@ class _Patch:
 _PATCH = _Patch()
 
 
-def _answer(method: str, path: str, body: bytes) -> Exchange | None:
+def _answer(method: str, path: str, body: bytes, query: bytes | str) -> Exchange | None:
     """The exchange for a request to a provider host; None when no mount is active (pass it on)."""
     mount = _PATCH.mount_for_this_context()
     if mount is None:
@@ -143,11 +143,11 @@ def _answer(method: str, path: str, body: bytes) -> Exchange | None:
         error = wire.error(400, mount, rule=Rule.MALFORMED, code="sandbox_ambiguous_mock")
         headers = {"content-type": "application/json", **error.headers}
         return Exchange(method, path, error.status, headers, (error.body,), body, wire.name, error=error)
-    return mount._exchange(method, path, body)
+    return mount._exchange(method, path, body, query)
 
 
 def _respond_httpx(request: httpx.Request) -> httpx.Response:
-    answer = _answer(request.method, request.url.path, request.read())
+    answer = _answer(request.method, request.url.path, request.read(), request.url.query)
     if answer is None:  # every mount stopped while this request was on its way: it is not ours to answer
         raise UsageError("sandbox.mock() was stopped while this request was being sent; send it again.")
     return _to_response(httpx, _HTTPX_STREAM, answer, request)  # type: ignore[no-any-return]
@@ -162,8 +162,9 @@ class SandboxMock:
         self.active = False
         self._lock = threading.Lock()
 
-    def _exchange(self, method: str, path: str, body: bytes) -> Exchange:
-        exchange = self.engine.handle(method, path, body, client=caller_key())
+    def _exchange(self, method: str, path: str, body: bytes, query: bytes | str) -> Exchange:
+        query = query.decode("latin-1") if isinstance(query, bytes) else query
+        exchange = self.engine.handle(method, path, body, client=caller_key(), query=query)
         self.journal.append(exchange)
         return exchange
 

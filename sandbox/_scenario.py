@@ -157,11 +157,11 @@ class Scenario:
         try:
             return cls(
                 name=_str(data, "name", source),
-                description=str(data.get("description", "")).strip(),
-                prompt=str(data.get("prompt", "")),
+                description=_field(data, "description", str, "", source, "a string").strip(),
+                prompt=_field(data, "prompt", str, "", source, "a string"),
                 tools=[_tool(raw, source) for raw in _list(data, "tools", source)],
                 steps=[_step(raw, index, source) for index, raw in enumerate(_list(data, "steps", source))],
-                tool_outputs=dict(data.get("tool_outputs", {})),
+                tool_outputs=_strings(data, "tool_outputs", source),
                 reasoning=_flag(data, "reasoning", source),
             )
         except ScenarioError:
@@ -175,6 +175,22 @@ def _str(data: Mapping[str, Any], key: str, source: str) -> str:
     if not isinstance(value, str) or not value:
         raise ScenarioError(f"{source}: {key!r} must be a non-empty string, got {value!r}.")
     return value
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type, default: Any, where: str, what: str) -> Any:
+    """`data[key]` if it has the right type (or is absent): a wrong type names the field."""
+    value = data.get(key, default)
+    if not isinstance(value, kind):
+        raise ScenarioError(f"{where}: {key!r} must be {what}, got {value!r}.")
+    return value
+
+
+def _strings(data: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    table = _field(data, key, Mapping, {}, where, "a table of strings")
+    for name, value in table.items():
+        if not isinstance(value, str):
+            raise ScenarioError(f"{where}: {key}.{name} must be a string, got {value!r}.")
+    return dict(table)
 
 
 def _flag(data: Mapping[str, Any], key: str, source: str) -> bool:
@@ -197,7 +213,8 @@ def _tool(raw: Any, source: str) -> Tool:
     parameters = raw.get("parameters", {"type": "object", "properties": {}})
     if not isinstance(parameters, Mapping) or parameters.get("type") != "object":
         raise ScenarioError(f"{source}: tool {raw.get('name')!r} parameters must be a JSON schema object.")
-    return Tool(_str(raw, "name", source), str(raw.get("description", "")), dict(parameters))
+    name = _str(raw, "name", source)
+    return Tool(name, _field(raw, "description", str, "", f"{source}: tool {name!r}", "a string"), dict(parameters))
 
 
 def _step(raw: Any, index: int, source: str) -> Step:
@@ -206,25 +223,27 @@ def _step(raw: Any, index: int, source: str) -> Step:
     unknown = set(raw) - {"text", "calls", "repeat", "stop", "stop_reasons", "reasoning", "redacted_thinking"}
     if unknown:
         raise ScenarioError(f"{source}: step {index} has unknown keys {sorted(unknown)}.")
+    where = f"{source}: step {index}"
     calls = []
-    for call in raw.get("calls", []):
+    for call in _field(raw, "calls", list, [], where, "a list of calls ({ name = ..., arguments = {...} })"):
         if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-            raise ScenarioError(f"{source}: step {index}: each call needs a name, got {call!r}.")
-        calls.append(Call(call["name"], dict(call.get("arguments", {}))))
-    stop = raw.get("stop")
+            raise ScenarioError(f"{where}: each call needs a name, got {call!r}.")
+        arguments = _field(call, "arguments", Mapping, {}, f"{where}: call {call['name']!r}", "a table")
+        calls.append(Call(call["name"], dict(arguments)))
+    stop = _field(raw, "stop", str, None, where, "a string") if raw.get("stop") is not None else None
     try:
         stop_reason = StopReason(stop) if stop is not None else None
     except ValueError:
         choices = [reason.value for reason in StopReason]
         raise ScenarioError(f"{source}: step {index}: stop={stop!r}; use one of {choices}.") from None
     return Step(
-        text=str(raw.get("text", "")),
+        text=_field(raw, "text", str, "", where, "a string"),
         calls=calls,
-        repeat=raw.get("repeat", "once"),
+        repeat=_field(raw, "repeat", str, "once", where, f"one of {_REPEATS}"),
         stop=stop_reason,
-        stop_reasons=dict(raw.get("stop_reasons", {})),
-        reasoning=str(raw.get("reasoning", "")),
-        redacted_thinking=_flag(raw, "redacted_thinking", f"{source}: step {index}"),
+        stop_reasons=_strings(raw, "stop_reasons", where),
+        reasoning=_field(raw, "reasoning", str, "", where, "a string"),
+        redacted_thinking=_flag(raw, "redacted_thinking", where),
     )
 
 

@@ -119,8 +119,9 @@ class _Door:
         self.engine = engine
         self.journal = Journal(journal_size, journal_bytes)
 
-    def _exchange(self, method: str, path: str, body: bytes) -> Exchange:
-        exchange = self.engine.handle(method, path, body, client=caller_key())
+    def _exchange(self, method: str, path: str, body: bytes, query: bytes | str = b"") -> Exchange:
+        query = query.decode("latin-1") if isinstance(query, bytes) else query
+        exchange = self.engine.handle(method, path, body, client=caller_key(), query=query)
         self.journal.append(exchange)
         return exchange
 
@@ -129,12 +130,12 @@ class SandboxTransport(_Door, httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport (sync and async) answering with the sandbox; the path picks the wire format."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        exchange = self._exchange(request.method, request.url.path, request.read())
+        exchange = self._exchange(request.method, request.url.path, request.read(), request.url.query)
         response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
         return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        exchange = self._exchange(request.method, request.url.path, await request.aread())
+        exchange = self._exchange(request.method, request.url.path, await request.aread(), request.url.query)
         response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
         return response
 
@@ -201,11 +202,11 @@ class Httpx2Transport(_Door):
         self._stream = _stream_class(self._httpx2)
 
     def handle_request(self, request: Any) -> Any:
-        exchange = self._exchange(request.method, request.url.path, request.read())
+        exchange = self._exchange(request.method, request.url.path, request.read(), request.url.query)
         return _to_response(self._httpx2, self._stream, exchange, request)
 
     async def handle_async_request(self, request: Any) -> Any:
-        exchange = self._exchange(request.method, request.url.path, await request.aread())
+        exchange = self._exchange(request.method, request.url.path, await request.aread(), request.url.query)
         return _to_response(self._httpx2, self._stream, exchange, request)
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from . import _catalogue, skyl
 from ._asgi import serve
@@ -43,8 +44,8 @@ class CommandError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         return int(args.handler(args))
     except (CommandError, SandboxError) as error:
         print(f"sandbox: error: {error}", file=sys.stderr)
@@ -58,20 +59,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors in the one-line form every other error of the command uses."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(f"{message} (see `{self.prog} --help`)")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: use a number from 1 to 65535 (0: any free one)")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sandbox",
         description="skyl-sandbox: graded tool-loop challenges and an offline fake LLM provider.",
     )
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    where = argparse.ArgumentParser(add_help=False)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True, parser_class=_Parser)
+    where = _Parser(add_help=False)
     where.add_argument(
         "--dir", type=Path, default=None, help="the challenges folder (default: ./challenges, or the one above)"
     )
 
-    def command(
-        name: str, summary: str, handler: object, parents: list[argparse.ArgumentParser]
-    ) -> argparse.ArgumentParser:
+    def command(name: str, summary: str, handler: object, parents: list[_Parser]) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=summary, description=summary, parents=parents)
         sub.set_defaults(handler=handler)
         return sub
@@ -94,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--wire", action="store_true", help="also print each request and response body")
     serve_ = command("serve", "Serve the sandbox over HTTP: all four wire formats at their real paths.", _serve, [])
     serve_.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    serve_.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve_.add_argument("--port", type=_port, default=8765, help="port (default 8765)")
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
@@ -210,7 +222,12 @@ def _replay(args: argparse.Namespace) -> int:
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
     client = skyl.Client(args.provider, transport=door)
-    request = skyl.Request(model=scenario.name, messages=[skyl.user_text(scenario.prompt)], tools=list(scenario.tools))
+    request = skyl.Request(
+        model=scenario.name,
+        messages=[skyl.user_text(scenario.prompt)],
+        tools=list(scenario.tools),
+        reasoning=scenario.reasoning,  # a reasoning scenario shows what the model thought
+    )
     summary = " ".join(scenario.description.split()).split(". ")[0].rstrip(".")
     print(f"Scenario {scenario.name} on {args.provider}: {summary}.\n")
     history: list[str] = []
@@ -224,6 +241,9 @@ def _replay(args: argparse.Namespace) -> int:
             exchange = door.journal[-1]
             print(f"\n--- request {number}: POST {exchange.path}\n{_indented(exchange.request_body)}")
             print(f"--- response {number}: {exchange.status}\n{_indented(exchange.body)}\n")
+        for part in response.message.reasoning():
+            print(_step(label, "think", quote(part.summary, 80) if part.summary else f"({_hidden(part)})"))
+            label = ""
         print(_step(label, "reply", describe_message(response.message)))
         calls = response.tool_calls()
         if not calls:
@@ -242,6 +262,10 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hidden(part: skyl.Reasoning) -> str:
+    return "redacted thinking" if part.redacted else f"hidden reasoning, sent back as {part.provider} sent it"
+
+
 def _indented(body: bytes) -> str:
     """A JSON body made readable; a stream's SSE frames as they were sent."""
     try:
@@ -258,6 +282,12 @@ def _serve(args: argparse.Namespace) -> int:
     if args.scenarios is not None and not args.scenarios.is_dir():
         raise CommandError(f"--scenarios {args.scenarios}: no such folder of *.toml scenario files.")
     scenarios = _catalogue.load_scenarios([args.scenarios]) if args.scenarios else None
+    shadowed = sorted(set(scenarios or ()) & set(_catalogue.catalogue()))
+    if shadowed:
+        raise CommandError(
+            f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
+            "scenario, and a request's model name must pick one scenario. Rename it in its file."
+        )
     engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget)
     base = f"http://{args.host}:{args.port}"
     print(f"Serving the sandbox at {base} (Ctrl-C to stop).")

@@ -12,6 +12,7 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from .grading._feedback import NotStarted
 from .grading._grouping import FailureGroups
 from .grading._meta import HINTS_FILE, challenge_folder, load_challenges
 from .grading._report import ResultsFile
+from .grading._runner import WorkerError
 from .grading._state import State, digest
 from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
@@ -121,6 +123,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.pluginmanager.register(harness, "sandbox-challenges")
         groups = FailureGroups({nodeid: ref.name for nodeid, ref in refs.items()})
         session.config.pluginmanager.register(groups, "sandbox-failure-groups")
+        with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
+            harness.implementations.start()
 
 
 @pytest.fixture
@@ -244,12 +248,19 @@ class _Harness:
     def _roots(self) -> set[Path]:
         return {ref.folder.parent for ref in self.refs.values() if (ref.folder.parent / HINTS_FILE).is_file()}
 
-    def pytest_sessionfinish(self) -> None:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Every worker and whatever it started is dead before the last word is written: nothing the
+        # learner's code left behind can rewrite the report afterwards.
+        self.implementations.close()
         if self.report is not None:
             self.report.write()
         if self.impl_dir is None:
             self._save_progress()
-        self.implementations.unload_all()
+        if session.exitstatus == pytest.ExitCode.OK and any(
+            tally.failed or tally.not_started or tally.total < tally.collected for tally in self._tallies().values()
+        ):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _save_progress(self) -> None:
         """Record each challenge graded in full, with a digest of its exercise, for `sandbox list`."""

@@ -217,7 +217,7 @@ def test_watch_grades_again_on_save_and_moves_on(course: Path) -> None:
             process.stdout.close()
 
 
-def _read_until(lines: queue.Queue[str], marker: str, timeout: float = 30) -> str:
+def _read_until(lines: queue.Queue[str], marker: str, timeout: float = 120) -> str:
     """What watch printed up to `marker`; fails after `timeout` seconds, printed or not."""
     deadline = time.monotonic() + timeout
     seen: list[str] = []

@@ -11,7 +11,7 @@ import pytest
 
 import sandbox
 from sandbox import Rule, skyl
-from sandbox._engine import MAX_CALLS_PER_TURN, MAX_MESSAGES, Exchange
+from sandbox._engine import MAX_CALLS_PER_TURN, MAX_ITEMS, MAX_MESSAGES, Exchange
 from sandbox._transport import Journal
 from sandbox.wire._base import MAX_FRAGMENTS
 from tests.conftest import scenario_request
@@ -141,3 +141,20 @@ def test_sixty_clients_on_distinct_connections_are_not_a_loop() -> None:
     ).encode()
     statuses = [engine.handle("POST", "/v1/messages", body, client=f"10.0.0.1:{40000 + n}").status for n in range(60)]
     assert statuses == [200] * 60
+
+
+def test_a_request_of_many_tiny_parts_is_refused_before_it_is_parsed() -> None:
+    """100,000 one-character blocks fit in 4 MiB and would cost seconds to validate one by one."""
+    body = json.dumps(
+        {
+            "model": "plain_text",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}] * 100_000}],
+        }
+    ).encode()
+    exchange = sandbox.Engine().handle("POST", "/v1/messages", body)
+    assert exchange.status == 400
+    assert (
+        f"holds 100001 messages, content parts and tools; the sandbox accepts at most {MAX_ITEMS}"
+        in (json.loads(exchange.body)["error"]["message"])
+    )

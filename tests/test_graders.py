@@ -149,6 +149,16 @@ MUTANTS: dict[str, Mutant] = {
             ),
         )
     ),
+    "01_name_as_id": Mutant(
+        (
+            caught(
+                "test_appends_the_turn_then_one_result_per_call[*-openai]",
+                "test_appends_the_turn_then_one_result_per_call[*-openai-responses]",
+                "test_appends_the_turn_then_one_result_per_call[*-anthropic]",
+                says=r"answers get_weather, an id never called.*" + OWN_ID,
+            ),
+        )
+    ),
     "01_returns_messages": Mutant((caught("*", says=r"should return None and change req\.messages in place"),)),
     # 02: the bounded loop
     "02_unbounded": Mutant(
@@ -191,6 +201,9 @@ MUTANTS: dict[str, Mutant] = {
             caught("test_raises_once_the_bound_is_hit[*]", says=r"raised after only 2 request\(s\)"),
         )
     ),
+    "02_returns_text": Mutant(
+        (caught("test_finishes_the_task_within_the_bound[*]", says=r"\(str\); it should return a skyl\.Response"),)
+    ),
     "02_wrong_signature": Mutant((caught("*", says=r"TypeError.*complete\(\) must take \(client, req, run\)"),)),
     "02_syntax_error": Mutant((caught("*", says=r"02_bounded_loop\.py has a syntax error at line 14"),)),
     # 03: several calls in one turn
@@ -215,6 +228,15 @@ MUTANTS: dict[str, Mutant] = {
     "03_reversed": Mutant((caught("*[parallel_calls-*]", "*[parallel_rounds-*]", says=OWN_OUTPUT),)),
     "03_stale_ids": Mutant((caught("*[parallel_rounds-*]", "*[multi_step-*]", says=OWN_ID),)),
     "03_results_by_name": Mutant((caught("*[parallel_calls-*]", "*[parallel_rounds-*]", says=SHARED_KEY),)),
+    "03_last_result_only": Mutant(
+        (
+            caught(
+                "*[parallel_calls-*]",
+                "*[parallel_rounds-*]",
+                says=ONE_PER_CALL + r".*A call in that turn got no result",
+            ),
+        )
+    ),
     "03_caps_calls_at_three": Mutant((caught("test_any_number_of_calls_in_any_turn[*]", says=ONE_PER_CALL),)),
     "03_first_round_only": Mutant(
         (caught("*[parallel_rounds-*]", "*[multi_step-*]", says=r"Loop until resp\.tool_calls\(\) is empty"),)
@@ -230,6 +252,7 @@ MUTANTS: dict[str, Mutant] = {
     "04_no_advice": Mutant((caught(REPORT, says=ADVICE),)),
     "04_history_reset": Mutant((caught(REPORT, says=SEQUENCE),)),
     "04_wrong_bound": Mutant((caught(REPORT, says=NAMES_BOUND),)),
+    "04_counter_of_names": Mutant((caught(REPORT.replace("*", "six_rounds-*"), says=SEQUENCE),)),
     "04_gave_up_see_sequence": Mutant((caught(REPORT, says=ADVICE),)),
     # 05: streaming
     "05_guesses_the_end": Mutant(
@@ -362,6 +385,9 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "07_break_after_failure": Mutant((caught("test_any_failing_calls_become_error_results[*]", says=ONE_PER_CALL),)),
     "07_error_as_user_text": Mutant((caught("test_a_tool_that_raises*", "test_an_unknown_tool*", says=ONE_PER_CALL),)),
+    "07_bare_exception_text": Mutant(
+        (caught("test_a_tool_that_raises*", "test_an_unknown_tool*", says=r"does not say so.*" + r"never silence"),)
+    ),
     "07_unbounded": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
     "07_catch_all_around_complete": Mutant(
         (
@@ -393,6 +419,15 @@ MUTANTS: dict[str, Mutant] = {
                 "test_finishes_the_task[*]",
                 "test_any_task_runs_each_turn_concurrently[*]",
                 says=r"called client\.complete\(req\) without awaiting it.*resp = await client\.complete\(req\)",
+            ),
+        )
+    ),
+    "08_gather_a_list": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[*]",
+                says=r"without awaiting it: the tool never ran, and complete\(\) raised TypeError.*"
+                + r"asyncio\.gather takes each coroutine as an argument of its own",
             ),
         )
     ),
@@ -588,6 +623,8 @@ def test_mutant_fails_cleanly(mutant: str) -> None:
         name for name, text in graded.failures().items() if "sandbox/grading/" in text or "INTERNALERROR" in text
     ]
     assert not internal, f"the grader itself crashed on {mutant}:\n{_show(graded, internal)}"
+    twice = [name for name, text in graded.failures().items() if "During handling of the above exception" in text]
+    assert not twice, f"a failure of {mutant} is printed twice, chained to another:\n{_show(graded, twice)}"
 
 
 @pytest.mark.parametrize("variant", sorted(path.name for path in VARIANTS_DIR.iterdir() if path.is_dir()))

@@ -163,7 +163,7 @@ def test_hang_fails_its_own_test_with_a_message(pytester: pytest.Pytester) -> No
     make_course(pytester, BUSY_HANG)
     started = time.monotonic()
     result = pytester.runpytest("challenges", "--challenge-timeout", "0.5")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 120  # cut off, not run forever: generous for a busy machine
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -229,17 +229,32 @@ def test_report_scores_passing_tests(pytester: pytest.Pytester) -> None:
     assert report["extra_data"]["challenges"]["01_loop"]["status"] == "passed"
 
 
-def test_report_survives_a_crash(pytester: pytest.Pytester) -> None:
+def test_a_process_that_exits_fails_only_its_own_test(pytester: pytest.Pytester) -> None:
     crash = "import os\n" + LOOP.replace(
-        "    for _ in range(5):", "    if client.provider == 'anthropic':\n        os._exit(3)\n    for _ in range(5):"
+        "    for _ in range(5):", "    if client.provider == 'openai':\n        os._exit(0)\n    for _ in range(5):"
     )
     make_course(pytester, crash)
     result = pytester.runpytest_subprocess("challenges", "--report", "results.json")
-    assert result.ret == 3
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "complete() on scenario 'single_call' on openai ended the process running challenges/01_loop/exercise.py: "
+            "its process exited with code 0*",
+        ]
+    )
     report = json.loads((pytester.path / "results.json").read_text())
-    assert [test["status"] for test in report["tests"]] == ["passed", "failed"]
+    assert [test["status"] for test in report["tests"]] == ["failed", "passed"]
+    assert report["extra_data"]["challenges"]["01_loop"]["status"] == "failing"
+
+
+def test_report_lists_the_tests_a_stopped_run_never_reached(pytester: pytest.Pytester) -> None:
+    make_course(pytester, TEXT_TURN)
+    result = pytester.runpytest("challenges", "--report", "results.json", "-x")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = json.loads((pytester.path / "results.json").read_text())
+    assert [test["status"] for test in report["tests"]] == ["failed", "failed"]
     assert report["tests"][1]["output"].startswith("Did not run: the test run stopped before this test")
-    assert report["extra_data"]["challenges"]["01_loop"]["status"] == "incomplete"
+    assert report["extra_data"]["challenges"]["01_loop"]["status"] == "failing"
 
 
 def test_junitxml_records_not_started_as_failures(pytester: pytest.Pytester) -> None:

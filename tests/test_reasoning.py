@@ -178,9 +178,8 @@ def test_reasoning_stream_events_come_before_the_calls(provider: str) -> None:
     events = list(client.stream(_request(provider)))
     kinds = [event.kind for event in events]
     assert kinds.index("reasoning_end") < kinds.index("tool_call_start")
-    if provider != "gemini":  # Gemini shows no thought text unless asked for thought summaries
-        thought = "".join(event.text for event in events if isinstance(event, skyl.ReasoningDelta))
-        assert thought.startswith("The user wants a bistro in Lyon")
+    thought = "".join(event.text for event in events if isinstance(event, skyl.ReasoningDelta))
+    assert thought.startswith("The user wants a bistro in Lyon")
 
 
 def test_signatures_are_deterministic_and_differ_per_turn() -> None:
@@ -266,6 +265,24 @@ def test_responses_does_not_know_a_reasoning_item_it_never_sent() -> None:
     exchange = _round_trip("openai-responses", lambda response: _forge(response, rename))
     assert exchange.status == 404 and exchange.error.rule is Rule.REASONING_INVALID
     assert _error(exchange)["message"] == "Item with id 'rs_0123' not found."
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda item: item.update(encrypted_content=7),
+            "Invalid type for 'input[1].encrypted_content': expected a string",
+        ),
+        (lambda item: item.pop("summary"), "Missing required parameter: 'input[1].summary'."),
+        (lambda item: item.update(id="msg_1"), "Invalid 'input[1].id': 'msg_1'. Expected an ID that begins with 'rs'."),
+    ],
+    ids=["encrypted-content-type", "no-summary", "id-prefix"],
+)
+def test_responses_reasoning_item_has_clear_errors(change: Callable[[dict[str, Any]], None], message: str) -> None:
+    exchange = _round_trip("openai-responses", lambda response: _forge(response, change))
+    assert exchange.status == 400 and exchange.error.rule is Rule.MALFORMED
+    assert _error(exchange)["message"].startswith(message)
 
 
 def test_responses_items_without_ids_get_the_sandbox_explanation() -> None:
@@ -415,9 +432,18 @@ def test_gemini_takes_a_signature_back_in_either_base64_alphabet() -> None:
     """google-genai decodes a signature to bytes and sends it back URL-safe."""
 
     def urlsafe(data: dict[str, Any]) -> None:
-        data["thoughtSignature"] = data["thoughtSignature"].replace("+", "-").replace("/", "_")
+        if "thoughtSignature" in data:
+            data["thoughtSignature"] = data["thoughtSignature"].replace("+", "-").replace("/", "_")
 
     assert _round_trip("gemini", lambda response: _forge(response, urlsafe)).status == 200
+
+
+def test_gemini_sends_thought_summaries_only_when_asked() -> None:
+    quiet = [part.data() for part in _first_round("gemini", reasoning=False)[2].message.reasoning()]
+    asked = _first_round("gemini")[2].message.reasoning()
+    assert quiet == [{"thoughtSignature": quiet[0]["thoughtSignature"]}]
+    assert asked[0].data() == {"text": asked[0].summary, "thought": True} and asked[0].summary.startswith("The user")
+    assert asked[1].data() == quiet[0]
 
 
 def test_gemini_thinking_stream_has_the_gemini_3_shape() -> None:
@@ -431,3 +457,18 @@ def test_gemini_thinking_stream_has_the_gemini_3_shape() -> None:
     call_chunk, last = candidates[-2], candidates[-1]
     assert "thoughtSignature" in call_chunk["content"]["parts"][0] and "finishReason" not in call_chunk
     assert last["content"]["parts"] == [{"text": ""}] and last["finishReason"] == "STOP"
+
+
+@pytest.mark.parametrize("provider", REASONING_PROVIDERS)
+def test_replay_shows_what_a_reasoning_model_thought(provider: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox.cli import main
+
+    assert main(["replay", SCENARIO, "--provider", provider]) == 0
+    out = capsys.readouterr().out
+    thoughts = [line for line in out.splitlines() if "think" in line.split()[:3]]
+    assert len(thoughts) >= 4 and "Done after 4 request(s)" in out
+    assert "The user wants a bistro in Lyon" in thoughts[0]
+    if provider == "gemini":
+        assert "hidden reasoning, sent back as gemini sent it" in thoughts[1]
+    if provider == "anthropic":
+        assert any("(redacted thinking)" in line for line in thoughts)

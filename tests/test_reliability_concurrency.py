@@ -41,6 +41,11 @@ class Recorded:
         return len(self.chunks) > 1
 
 
+def _url(path: str) -> str:
+    """The path as the client sent it: a Gemini stream asks for SSE in its query (`alt=sse`)."""
+    return path + "?alt=sse" if path.endswith(":streamGenerateContent") else path
+
+
 @functools.cache
 def serial_run() -> tuple[Recorded, ...]:
     """Every request of the lesson loop for each provider, scenario and mode, one after another."""
@@ -52,7 +57,7 @@ def serial_run() -> tuple[Recorded, ...]:
                 client = skyl.Client(provider, transport=transport)
                 lesson_loop(client, scenario_request(name), scripted_run(name), stream=stream)
                 recorded.extend(
-                    Recorded(exchange.path, exchange.request_body, exchange.status, exchange.chunks)
+                    Recorded(_url(exchange.path), exchange.request_body, exchange.status, exchange.chunks)
                     for exchange in transport.journal
                 )
     assert all(item.status == 200 for item in recorded)

@@ -345,7 +345,14 @@ def test_http_door_answers_like_the_engine_whatever_the_headers_and_chunking(
     ]
     limit = data.draw(st.sampled_from([_ENGINE.max_body_bytes, max(1, len(body) // 2)]))
     engine = sandbox.Engine(budget=10**6, max_body_bytes=limit)
-    scope = {"type": "http", "method": "POST", "path": path, "headers": headers, "client": ("127.0.0.1", 1)}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "query_string": b"alt=sse",  # what the SDKs send for a Gemini stream; ignored by the others
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+    }
     sent = asyncio.run(_drive_asgi(sandbox.SandboxApp(engine), scope, messages))
 
     assert sent[0]["type"] == "http.response.start"

@@ -145,7 +145,7 @@ def _burst_request(index: int) -> tuple[str, str, bytes, bool]:
     prompt = f"What's the weather in Paris? ({index})"
     body: dict[str, object]
     if provider == "gemini":
-        path = f"/v1beta/models/plain_text:{'streamGenerateContent' if stream else 'generateContent'}"
+        path = f"/v1beta/models/plain_text:{'streamGenerateContent?alt=sse' if stream else 'generateContent'}"
         body = {"contents": [{"role": "user", "parts": [{"text": prompt}]}]}
     elif provider == "openai":
         path = "/v1/chat/completions"

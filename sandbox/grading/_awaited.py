@@ -1,4 +1,5 @@
-"""Coroutines handed to the learner in challenge 08, kept so that one never awaited becomes a verdict.
+"""Coroutines handed to the learner in challenge 08 (in its worker), kept so that one never awaited
+becomes a verdict.
 
 An un-awaited coroutine is a silent bug: `client.complete(req)` without `await` sends nothing, and
 Python only warns when the coroutine is garbage-collected, at some later moment, inside whichever
@@ -12,12 +13,7 @@ import inspect
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-import httpx
-
-from .._types import Request, Response
-from ._clients import RecordingAsyncClient, Sent
-
-__all__ = ["HandedOut", "TrackedAsyncClient"]
+__all__ = ["HandedOut"]
 
 T = TypeVar("T")
 
@@ -38,14 +34,3 @@ class HandedOut:
         for coroutine in waiting:
             coroutine.close()
         return len(waiting)
-
-
-class TrackedAsyncClient(RecordingAsyncClient):
-    """The async client of challenge 08, whose `complete` coroutines are kept in `handed_out`."""
-
-    def __init__(self, provider: str, *, transport: httpx.AsyncBaseTransport, sent: Sent) -> None:
-        super().__init__(provider, transport=transport, sent=sent)
-        self.handed_out = HandedOut()
-
-    def complete(self, request: Request) -> Coroutine[Any, Any, Response]:
-        return self.handed_out.keep(super().complete(request))

@@ -3,20 +3,21 @@ dialogues with the sandbox built for it."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
 
 from .._scenario import Scenario
-from ._dialogue import Dialogue
-from ._load import ImplementationError, load_implementation, unload
+from ._dialogue import TAKEN_AWAY, Dialogue
+from ._endpoint import Endpoint
+from ._load import ImplementationError
 from ._probe import WAIT
+from ._runner import TimedOut, Worker, WorkerDied, WorkerError, Zygote, shared_zygote, show_output
 
-__all__ = ["Challenge", "Deadlines", "Implementations", "take_away_collect_stream"]
+__all__ = ["Challenge", "Deadlines", "Implementations", "LearnerFunction", "take_away_collect_stream"]
 
 
 class Deadlines:
@@ -47,26 +48,86 @@ class Deadlines:
 
 
 class Implementations:
-    """Each implementation file imported once per session, on first use; import errors remembered."""
+    """A worker process per implementation file, loaded on first use and kept between tests; a worker
+    that died or hung is replaced by the next test that needs one. Import errors are remembered: the
+    file is not imported again this session."""
 
     def __init__(self) -> None:
-        self._loaded: dict[Path, ModuleType | ImplementationError] = {}
+        self._zygote: Zygote | None = None
+        self._endpoint: Endpoint | None = None
+        self._workers: dict[Path, Worker] = {}
+        self._failed: dict[Path, ImplementationError] = {}
 
-    def get(self, path: Path, shown_as: str) -> ModuleType:
-        if path not in self._loaded:
-            try:
-                self._loaded[path] = load_implementation(path, shown_as)
-            except ImplementationError as error:
-                self._loaded[path] = error
-        found = self._loaded[path]
-        if isinstance(found, ImplementationError):
-            raise found
-        return found
+    def start(self) -> None:
+        """Start the zygote now: its start-up overlaps the rest of pytest's. Raises `WorkerError`."""
+        if self._zygote is None:
+            self._zygote = shared_zygote()
 
-    def unload_all(self) -> None:
-        for path in self._loaded:
-            unload(path)
-        self._loaded.clear()
+    @property
+    def endpoint(self) -> Endpoint:
+        if self._endpoint is None:
+            self._endpoint = Endpoint()
+        return self._endpoint
+
+    def get(self, path: Path, shown_as: str, seconds: float) -> Worker:
+        """The live worker for `path`, importing it (within `seconds`) in a fresh one when needed."""
+        if path in self._failed:
+            raise self._failed[path]
+        worker = self._workers.get(path)
+        if worker is not None and worker.alive:
+            return worker
+        self.start()
+        assert self._zygote is not None
+        worker = Worker(self._zygote)
+        try:
+            reply = worker.request({"op": "load", "path": str(path), "shown_as": shown_as}, seconds)
+        except TimedOut:
+            error = ImplementationError(
+                f"{shown_as} did not finish importing within {seconds:g} s: look for a loop or a blocking call "
+                "at module level (outside any function)."
+            )
+        except WorkerDied as died:
+            error = ImplementationError(f"{shown_as} ended the process importing it: {died}.")
+        else:
+            if reply.get("op") == "loaded" and isinstance(reply.get("functions"), dict):
+                worker.functions = {str(name): bool(is_async) for name, is_async in reply["functions"].items()}
+                show_output(worker)
+                self._workers[path] = worker
+                return worker
+            error = ImplementationError(str(reply.get("message", f"{shown_as} could not be imported.")))
+        show_output(worker)
+        worker.close()
+        self._failed[path] = error
+        raise error
+
+    def discard(self, path: Path) -> None:
+        """Kill the worker for `path`; the next test that needs it gets a fresh one."""
+        worker = self._workers.pop(path, None)
+        if worker is not None:
+            worker.close()
+
+    def close(self) -> None:
+        """Kill every worker and whatever they started; stop serving."""
+        for path in list(self._workers):
+            self.discard(path)
+        if self._zygote is not None:
+            self._zygote.sweep()
+            self._zygote = None
+        if self._endpoint is not None:
+            self._endpoint.close()
+            self._endpoint = None
+
+
+@dataclass(frozen=True)
+class LearnerFunction:
+    """A function of the learner's module, by name: it runs in the worker, never here."""
+
+    name: str
+    asynchronous: bool
+
+    @property
+    def __name__(self) -> str:
+        return self.name
 
 
 class Challenge:
@@ -85,32 +146,40 @@ class Challenge:
         self._dialogues: list[Dialogue] = []
 
     @property
-    def module(self) -> ModuleType:
+    def worker(self) -> Worker:
+        """The process running the implementation, with its module imported."""
         __tracebackhide__ = True
         try:
-            return self._implementations.get(self.source, self.shown_as)
-        except ImplementationError as error:
+            return self._implementations.get(self.source, self.shown_as, self._deadlines.seconds)
+        except (ImplementationError, WorkerError) as error:
             problem = str(error)
         # Failing outside the except block: inside it, pytest would print the message twice, joined by
         # "During handling of the above exception".
         pytest.fail(problem, pytrace=False)
 
-    def function(self, name: str, *, asynchronous: bool = False) -> Callable[..., Any]:
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._implementations.endpoint
+
+    def discard_worker(self) -> None:
+        self._implementations.discard(self.source)
+
+    def function(self, name: str, *, asynchronous: bool = False) -> LearnerFunction:
         """The learner's function `name`, checked to exist (and to be `async def` when asked)."""
         __tracebackhide__ = True
-        function: Callable[..., Any] | None = getattr(self.module, name, None)
-        if function is None or not callable(function):
+        functions = self.worker.functions
+        if name not in functions:
             pytest.fail(
                 f"{self.shown_as} has no function {name}(). Keep the name and signature from the starter file.",
                 pytrace=False,
             )
-        if asynchronous and not inspect.iscoroutinefunction(function):
+        if asynchronous and not functions[name]:
             pytest.fail(
                 f"{name}() in {self.shown_as} must be defined with `async def`: it awaits the client and the "
                 "tool calls.",
                 pytrace=False,
             )
-        return function
+        return LearnerFunction(name, functions[name])
 
     def dialogue(
         self,
@@ -157,17 +226,7 @@ class Challenge:
 def take_away_collect_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make skyl's own stream assembly fail with a message, for challenge 05, whose point is to write it.
 
-    The grader's reference collector was bound at import (`_clients.TeeStream`) and keeps working.
+    It is taken away in the worker running the learner's code, for this test's calls; the grader's
+    reference turn is decoded from what the sandbox sent, here.
     """
-    from .. import _collect, skyl
-
-    class OffLimits:
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            pytest.fail(
-                "This challenge asks you to rebuild the turn yourself: skyl.collect_stream and "
-                "skyl.StreamCollector are off limits here. Write your own collect_stream(stream).",
-                pytrace=False,
-            )
-
-    monkeypatch.setattr(_collect, "StreamCollector", OffLimits)
-    monkeypatch.setattr(skyl, "StreamCollector", OffLimits)
+    monkeypatch.setitem(TAKEN_AWAY, "collect_stream", True)

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Collection, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
+import httpx
 import pytest
 
 from .. import _catalogue, _transport
 from .._exceptions import ProviderError
 from .._scenario import Call, Scenario
 from .._types import Request, Response, StopReason, ToolCall, user_text
-from ._awaited import TrackedAsyncClient
 from ._checks import EXPECT_ERROR, missing_from_report
-from ._clients import RecordingAsyncClient, RecordingClient, Sent, TeeStream
+from ._clients import RecordingAsyncClient, RecordingClient, Sent, StreamHandle, reference_turn
 from ._feedback import Feedback, NotStarted
 from ._lessons import (
     ASYNCIO_RUN,
@@ -30,6 +29,7 @@ from ._lessons import (
     BOUND,
     CONCURRENT,
     END,
+    GATHER_LIST,
     MISSING,
     PROVIDER_FAILED,
     REPORT,
@@ -38,19 +38,23 @@ from ._lessons import (
     WHOLE_TURN,
     Lesson,
 )
+from ._marshal import RemoteError, UnreadableValue, error_from_data, from_data, learner_frames, read_value, to_data
 from ._probe import ConcurrencyProbe
 from ._refusal import RefusingTransport, refusal_text
-from ._runner import Outcome, TimedOut, call_with_deadline
+from ._runner import Outcome, TimedOut, WorkerDied, show_output
 from ._transcript import describe_call, quote
 from ._verdicts import Verdicts, short
 
 if TYPE_CHECKING:
-    from ._challenge import Challenge
+    from ._challenge import Challenge, LearnerFunction
 
 __all__ = ["BUDGET", "Dialogue"]
 
 BUDGET = 20
 """Model requests per dialogue: a runaway loop fails its own test after this many."""
+
+TAKEN_AWAY = {"collect_stream": False}
+"""Parts of skyl a challenge takes away from the learner's code (`take_away_collect_stream`)."""
 
 
 def call_key(call: ToolCall) -> str:
@@ -73,6 +77,9 @@ class Dialogue(Verdicts):
         refuse: int | None = None,
     ) -> None:
         self.owner = owner
+        self.mode = mode
+        self.stream_finished = False
+        """Whether the learner's code read the stream of `stream_for()` to its end."""
         self.scenario = scenario if isinstance(scenario, Scenario) else _catalogue.get_scenario(scenario)
         self.provider = provider
         self.transport = _transport.transport(self.scenario, budget=BUDGET)
@@ -81,12 +88,12 @@ class Dialogue(Verdicts):
         if refuse is not None:
             self.transport = self.refusing = RefusingTransport(self.transport, provider, refuse)
         self.journal = self.transport.journal
-        self.sent: Sent = {}
+        self.sent = Sent()
         self.client: RecordingClient | RecordingAsyncClient
         self.probe: ConcurrencyProbe | None = None
         self.run: Callable[[ToolCall], Any]
         if mode == "async":
-            self.client = TrackedAsyncClient(provider, transport=self.transport, sent=self.sent)
+            self.client = RecordingAsyncClient(provider, transport=self.transport, sent=self.sent)
             self.probe = ConcurrencyProbe(self.journal, self.output, wait=owner.concurrency_wait())
             self.run = self.probe.run
         else:
@@ -137,48 +144,160 @@ class Dialogue(Verdicts):
             return EXPECT_ERROR
         return self.scenario.tool_outputs.get(key)
 
+    # -- the sandbox's door, served to the worker (on the endpoint's thread) -------------------------
+
+    def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        """One model request from the learner's client: answered by this dialogue's transport (the sandbox,
+        or a provider refusing it), journaled there."""
+        if self.refusing is not None:
+            response = self.refusing.handle_request(httpx.Request(method, f"http://sandbox{path}", content=body))
+            return response.status_code, dict(response.headers), response.read()
+        exchange = self.transport.engine.handle(method, path, body)
+        self.journal.append(exchange)
+        return exchange.status, exchange.headers, exchange.body
+
+    async def tool(self, payload: Any) -> dict[str, Any]:
+        """One `run(call)` from the learner's code: the output, or the error the tool raises."""
+        try:
+            call = from_data(payload.get("call") if isinstance(payload, dict) else None)
+        except (UnreadableValue, RecursionError):
+            call = None
+        if not isinstance(call, ToolCall):
+            return {"error": {"type": "TypeError", "args": ["run() takes a skyl.ToolCall from resp.tool_calls()"]}}
+        try:
+            output = await self.probe.run(call) if self.probe is not None else self.output(call)
+        except LookupError as error:  # KeyError too: an unknown tool
+            return {"error": {"type": type(error).__name__, "args": [str(arg) for arg in error.args]}}
+        except RuntimeError as error:
+            return {"error": {"type": "RuntimeError", "args": [str(arg) for arg in error.args]}}
+        return {"output": output}
+
     # -- running the learner's code -----------------------------------------------------------------
 
-    def call(self, function: Callable[..., Any], *args: Any) -> Outcome:
-        """Call the learner's `function(*args)` under the deadline. Not started and hangs end the test here."""
+    def call(self, function: LearnerFunction | Callable[..., Any], *args: Any) -> Outcome:
+        """Call the learner's `function(*args)` in its worker, under the deadline. Not started, hangs and
+        a worker that died end the test here.
+
+        The client, request, `run` and streams of this dialogue stand for their twins in the worker;
+        other arguments travel as data. What the learner's code printed joins this test's output."""
         __tracebackhide__ = True
         self.function = getattr(function, "__name__", "your code")
         seconds = self.owner.deadline()
+        worker = self.owner.worker
+        base = self.owner.endpoint.open(self)
+        message = {
+            "op": "call",
+            "function": self.function,
+            "args": [self._argument(argument) for argument in args],
+            "base": base,
+            "provider": self.provider,
+            "mode": self.mode,
+            "take_away": TAKEN_AWAY["collect_stream"],
+        }
+        reply: dict[str, Any] | None = None
+        ended = ""
         try:
-            outcome: Outcome | None = call_with_deadline(function, args, seconds)
+            reply = worker.request(message, seconds)
         except TimedOut:
-            outcome = None  # failing outside the except block keeps the grader's exception out of the report
-        if outcome is None:
-            self.owner.record_hang()
-            first = self.owner.full_deadline()
-            self.hung(seconds, self.owner.name, self.owner.deadline(), first=first if first > seconds else None)
-        self.check_awaited(outcome)
-        if isinstance(outcome.error, NotImplementedError):
+            pass  # failing outside the except block keeps the grader's exception out of the report
+        except WorkerDied as died:
+            ended = str(died)
+        finally:
+            self.owner.endpoint.close_door(base)
+            show_output(worker)
+        if reply is None:
+            self.owner.discard_worker()
+            if not ended:
+                self.owner.record_hang()
+                first = self.owner.full_deadline()
+                self.hung(seconds, self.owner.name, self.owner.deadline(), first=first if first > seconds else None)
+            self.fail(
+                f"{self.function}() on {self.where} ended the process running {self.owner.shown_as}: {ended}. "
+                f"It had made {len(self.journal)} request(s). Your code runs in a process of its own; whatever "
+                "ends that process fails the test it was running, and the next test starts a fresh one.",
+                exchange=self.journal.last,
+            )
+        return self._outcome(reply)
+
+    def _argument(self, argument: Any) -> dict[str, Any]:
+        if argument is self.client:
+            return {"kind": "client"}
+        if argument is self.run:
+            return {"kind": "run", "tools": self._tools() if self.probe is None else None}
+        if argument is self.request:
+            return {"kind": "request", "value": to_data(self.request)}
+        if isinstance(argument, StreamHandle):
+            return {"kind": "stream", "value": to_data(self.request)}
+        return {"kind": "value", "value": to_data(argument)}
+
+    def _believe(self, notes: list[dict[str, Any]]) -> None:
+        """Keep what the learner's client says it encoded: shown in transcripts, and read for what the
+        wire does not carry (a result the learner marked as an error). Verdicts on the conversation
+        itself read what the sandbox parsed from the bytes it received."""
+        for note in notes:
+            if isinstance(note, dict) and isinstance(note.get("digest"), str):
+                self.sent.note(note["digest"], note.get("messages"))
+
+    def _tools(self) -> dict[str, Any]:
+        """What a synchronous `run` answers, for the worker to answer itself: as `output()` does, with no
+        round trip to the grader (nothing is judged on when a synchronous tool ran)."""
+        return {
+            "outputs": dict(self.scenario.tool_outputs),
+            "failing": self.failing,
+            "unknown": sorted(self.unknown_tools),
+        }
+
+    def _outcome(self, reply: dict[str, Any]) -> Outcome:
+        __tracebackhide__ = True
+        if isinstance(reply.get("sent"), list):
+            self._believe(reply["sent"])
+        if isinstance(reply.get("messages"), list):
+            self.request.messages = [read_value(message) for message in reply["messages"]]
+        self.stream_finished = reply.get("stream_finished") is True
+        if "error" not in reply:
+            outcome = Outcome(value=read_value(reply.get("value")))
+            self.check_awaited(outcome, reply)
+            return outcome
+        error = error_from_data(reply["error"])
+        self.check_awaited(Outcome(error=error), reply)
+        if error.flags.get("not_implemented"):
             raise NotStarted(self.owner.not_started(self.function), pytrace=False)
-        if isinstance(outcome.error, (pytest.fail.Exception, pytest.skip.Exception)):
-            raise outcome.error
-        return outcome
+        if error.flags.get("off_limits"):
+            pytest.fail(str(error), pytrace=False)
+        chain: BaseException | None = error
+        while isinstance(chain, RemoteError):
+            if chain.flags.get("tool"):
+                self.tool_errors.append(chain)
+            chain = chain.__cause__ or chain.__context__
+        return Outcome(error=error)
 
     def first_response(self) -> Response:
         """The model's first turn, fetched by the grader (challenge 01 starts from it)."""
         assert isinstance(self.client, RecordingClient)
         return self.client.complete(self.request)
 
-    def stream_for(self) -> TeeStream:
-        """A stream of the model's first turn, for the learner's collect_stream."""
-        assert isinstance(self.client, RecordingClient)
-        return TeeStream(self.client.stream(self.request))
+    def stream_for(self) -> StreamHandle:
+        """A stream of the model's first turn, for the learner's collect_stream: opened in the worker."""
+        return StreamHandle(self)
+
+    def stream_reference(self) -> Response | None:
+        """The turn the learner's stream carried, decoded here from the bytes the sandbox sent; None if the
+        learner's code did not read it to the end."""
+        if not self.stream_finished:
+            return None
+        exchange = next((ex for ex in self.journal if ex.is_stream and ex.status == 200), None)
+        return reference_turn(self.provider, exchange.chunks) if exchange is not None else None
 
     # -- verdicts -----------------------------------------------------------------------------------
 
-    def check_awaited(self, outcome: Outcome) -> None:
+    def check_awaited(self, outcome: Outcome, reply: dict[str, Any]) -> None:
         """Challenge 08: every coroutine the learner was handed (the client's, run's) was awaited.
 
-        Checked in the test that ran the code, and the rest closed, so no warning about them surfaces
-        later in another test."""
+        The worker counts the ones never awaited (and closes them, so no warning about them surfaces
+        later in another test); the test that ran the code reports them."""
         __tracebackhide__ = True
-        client = self.client.handed_out.close_unawaited() if isinstance(self.client, TrackedAsyncClient) else 0
-        tools = self.probe.never_awaited() if self.probe is not None else 0
+        client = int(reply.get("client_never_awaited") or 0)
+        tools = int(reply.get("never_awaited") or 0)
         error = outcome.error
         if client:
             self.fail(
@@ -195,10 +314,17 @@ class Dialogue(Verdicts):
                 lesson=ASYNCIO_RUN,
             )
         if tools:
+            after = (
+                f"and {self.function}() raised {type(error).__name__}:"
+                if error is not None
+                else "and a coroutine object went where its output belongs."
+            )
+            frames = self._frames(error) if error is not None else []
+            gather_list = isinstance(error, TypeError) and bool(frames) and "gather(" in (frames[-1].line or "")
             self.fail(
-                f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, "
-                "and a coroutine object went where its output belongs.",
-                lesson=AWAIT,
+                f"{self.function}() on {self.where} called run(call) without awaiting it: the tool never ran, {after}",
+                details=self.learner_frames(error),
+                lesson=GATHER_LIST if gather_list else AWAIT,
             )
 
     def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Response:
@@ -361,7 +487,7 @@ class Dialogue(Verdicts):
         self.check_order(last)
         return answer
 
-    def expect_rebuilt(self, outcome: Outcome, stream: TeeStream) -> Response:
+    def expect_rebuilt(self, outcome: Outcome, stream: StreamHandle) -> Response:
         """Challenge 05: the learner's collector rebuilt the turn the stream carried."""
         __tracebackhide__ = True
         self.check_rejections()
@@ -419,7 +545,7 @@ class Dialogue(Verdicts):
         super().raised(error, instead, lesson)
 
     def _frames(self, error: BaseException) -> list[traceback.FrameSummary]:
-        return [frame for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == self.source]
+        return learner_frames(error, self.source)
 
     def _in_collector(self, error: BaseException) -> bool:
         return any(frame.name == "collect_stream" for frame in self._frames(error))
@@ -432,10 +558,16 @@ class Dialogue(Verdicts):
         frames = self._frames(error)
         last = self.journal.last
         deliberate = bool(frames) and (frames[-1].line or "").lstrip().startswith("raise")
-        if not deliberate or last is None or last.turn is None or not last.turn.message.tool_calls():
+        if not deliberate or last is None or last.turn is None:
             return None
+        said = last.turn.raw_stop_reason or last.turn.stop_reason.value
+        if not last.turn.message.tool_calls():
+            return Lesson(
+                END.rule,
+                f"The loop raised after request {len(self.journal)}, whose turn carried no tool calls: that turn "
+                f"is the model's answer, whatever its stop reason ({said!r}) says. Return it.",
+            )
         if last.turn.stop_reason is not StopReason.TOOL_USE:
-            said = last.turn.raw_stop_reason or last.turn.stop_reason.value
             return Lesson(
                 END.rule,
                 f"The loop raised after request {len(self.journal)}, whose turn said stop reason {said!r} but "

@@ -15,6 +15,7 @@ from typing import NoReturn
 import pytest
 
 from ._lessons import Lesson
+from ._marshal import learner_frames
 
 __all__ = ["Feedback", "NotStarted", "Verdict", "learner_traceback", "mistake_of"]
 
@@ -70,7 +71,7 @@ def _wrapped(label: str, text: str) -> list[str]:
 
 def learner_traceback(error: BaseException, source: Path) -> list[str]:
     """The exception, with only the frames from the learner's own file (where the fix will be)."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == source]
+    frames = learner_frames(error, source)
     lines = [line.rstrip() for line in traceback.format_list(frames[-4:])]
     summary = traceback.format_exception_only(type(error), error)[-1].strip()
     return [*(line for chunk in lines for line in chunk.splitlines()), summary]

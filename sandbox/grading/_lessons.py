@@ -18,6 +18,7 @@ __all__ = [
     "BOUND",
     "CONCURRENT",
     "END",
+    "GATHER_LIST",
     "MISSING",
     "ORDER",
     "PROVIDER_FAILED",
@@ -202,6 +203,11 @@ AWAIT_CLIENT = Lesson(
     "The loop is the same with await: resp = await client.complete(req).",
     "AsyncClient.complete is a coroutine function: client.complete(req) only creates a coroutine, and "
     "nothing is sent until it is awaited. Write resp = await client.complete(req).",
+)
+GATHER_LIST = Lesson(
+    CONCURRENT.rule,
+    "asyncio.gather takes each coroutine as an argument of its own, not a list of them: unpack it with *, "
+    "outputs = await asyncio.gather(*(run(call) for call in calls)).",
 )
 ASYNCIO_RUN = Lesson(
     CONCURRENT.rule,

@@ -1,4 +1,4 @@
-"""Load the implementation under test from its file, fresh once per pytest session.
+"""Load the implementation under test from its file, in the worker process that runs it.
 
 Each file gets a module name of its own (the eight `exercise.py` files would collide in
 `sys.modules` otherwise), and an import error becomes a short message pointing at the learner's
@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["ImplementationError", "load_implementation", "unload"]
+__all__ = ["ImplementationError", "load_implementation"]
 
 
 class ImplementationError(Exception):
@@ -53,7 +53,3 @@ def load_implementation(path: Path, shown_as: str) -> ModuleType:
             f"{shown_as} raised {type(exc).__name__} while being imported: {exc}\n{stack}".rstrip()
         ) from None
     return module
-
-
-def unload(path: Path) -> None:
-    sys.modules.pop(module_name(path), None)

@@ -1,19 +1,16 @@
-"""The async `run` of challenge 08: it proves that the calls of a turn ran concurrently.
+"""The tool runs of challenge 08, seen from the grader: they prove that the calls of a turn ran concurrently.
 
-Each call waits until every call of its turn is in flight; if none of its siblings start within
-`WAIT`, the turn ran one call at a time. Once all are in flight they finish last-first, so a loop
-that appends results as they complete (instead of in call order) is always caught, not only when
-the scheduler happens to reorder them. Every coroutine handed out is kept, so one the learner never
-awaited is reported (and closed, so Python does not warn about it later).
+The learner's async `run(call)` posts each call to the grader's endpoint, where it waits until every
+call of its turn is in flight; if none of its siblings start within `WAIT`, the turn ran one call at a
+time. Once all are in flight they finish last-first, so a loop that appends results as they complete
+(instead of in call order) is always caught, not only when the scheduler happens to reorder them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .._transport import Journal
 from .._types import ToolCall
@@ -49,24 +46,11 @@ class ConcurrencyProbe:
         self._journal = journal
         self._output = output
         self._turns: dict[int, _Turn] = {}
-        self._handed_out: list[Coroutine[Any, Any, str]] = []
         self.one_at_a_time: tuple[int, ToolCall] | None = None
         """The turn (its request number) and the call that waited in vain for its siblings."""
 
-    def run(self, call: ToolCall) -> Coroutine[Any, Any, str]:
-        """What the learner gets as `run`: a coroutine per call, as an `async def` tool would return."""
-        coroutine = self._run(call)
-        self._handed_out.append(coroutine)
-        return coroutine
-
-    def never_awaited(self) -> int:
-        """How many coroutines were never awaited; they are closed, so Python will not warn about them."""
-        waiting = [c for c in self._handed_out if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
-        for coroutine in waiting:
-            coroutine.close()
-        return len(waiting)
-
-    async def _run(self, call: ToolCall) -> str:
+    async def run(self, call: ToolCall) -> str:
+        """One call's run, on the endpoint's event loop: its output once its turn's ordering allows."""
         number = len(self._journal)
         last = self._journal.last
         calls = last.turn.message.tool_calls() if last is not None and last.turn is not None else []

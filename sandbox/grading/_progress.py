@@ -1,10 +1,15 @@
 """Grading from the command line: pytest in a subprocess (a hanging learner cannot take the CLI with
-it), and the progress the plugin records in the state file."""
+it), and the progress the plugin records in the state file.
+
+Whether a run passed is read from the grader's own tallies (the report it writes in a private
+folder), never from pytest's exit status alone."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +27,15 @@ def pytest_command(root: Path, challenges: Sequence[ChallengeInfo], *extra: str)
     return [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *color, *extra]
 
 
+def _all_passed(report: Path, challenges: Sequence[ChallengeInfo]) -> bool:
+    """What the grader's report says: every challenge graded, and passed."""
+    try:
+        statuses = json.loads(report.read_text(encoding="utf-8"))["extra_data"]["challenges"]
+        return all(statuses[info.name]["status"] == "passed" for info in challenges)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 class Progress:
     """The challenge set's grades, kept fresh: a challenge whose exercise changed is graded again."""
 
@@ -30,10 +44,14 @@ class Progress:
         self.challenges = list(challenges)
 
     def run(self, challenges: Sequence[ChallengeInfo], *extra: str, quiet: bool = False) -> int:
-        """Grade `challenges` with pytest (from the project root, so its configuration applies)."""
+        """Grade `challenges` with pytest (from the project root, so its configuration applies): 0 when the
+        grader's tallies say every one of them passed, 1 otherwise."""
         output = subprocess.DEVNULL if quiet else None
-        command = pytest_command(self.root, challenges, *extra)
-        return subprocess.run(command, cwd=self.root.parent, stdout=output, stderr=output, check=False).returncode
+        with tempfile.TemporaryDirectory(prefix="sandbox-check-") as scratch:
+            report = Path(scratch) / "results.json"
+            command = pytest_command(self.root, challenges, "--report", str(report), *extra)
+            subprocess.run(command, cwd=self.root.parent, stdout=output, stderr=output, check=False)
+            return 0 if _all_passed(report, challenges) else 1
 
     def tallies(self, *, refresh: bool = True) -> dict[str, Tally]:
         """Each challenge's last grade, grading (quietly) those that changed since."""

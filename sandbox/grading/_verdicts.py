@@ -57,7 +57,12 @@ class Verdicts:
     def check_progress(self) -> None:
         """Each request must carry more than the one before: a loop that appends nothing asks in vain."""
         __tracebackhide__ = True
-        sizes = [len(self.sent.get(exchange.request_body, ())) for exchange in self.journal]
+        sizes = [
+            len(exchange.conversation.messages)
+            if exchange.conversation is not None
+            else len(self.sent.get(exchange.request_body, ()))
+            for exchange in self.journal
+        ]
         for number in range(1, len(sizes)):
             if sizes[number] <= sizes[number - 1]:
                 self.fail(

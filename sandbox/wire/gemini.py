@@ -47,7 +47,7 @@ from ._base import (
 )
 from ._reasoning import check_provider
 from ._sse import SSEEvent, dumps, sse_frame
-from .gemini_reasoning import check_echo, encode_parts, reasoning_events, signature_part, wire_reasoning
+from .gemini_reasoning import check_echo, encode_parts, is_thought, reasoning_events, reasoning_parts, wire_reasoning
 from .gemini_validate import (
     ParsedRequest,
     Rejection,
@@ -102,6 +102,8 @@ class Gemini(WireFormat):
             config["temperature"] = request.temperature
         if request.stop_sequences:
             config["stopSequences"] = list(request.stop_sequences)
+        if request.reasoning:
+            config["thinkingConfig"] = {"includeThoughts": True}  # thought summaries; Gemini 3 thinks either way
         body["generationConfig"] = config
         headers = {"x-goog-api-key": api_key} if api_key else {}
         return EncodedRequest(path=f"/v1beta/models/{model}:{method}", json=body, headers=headers)
@@ -162,7 +164,7 @@ class Gemini(WireFormat):
     def reasoning_parts(
         self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
     ) -> list[Reasoning]:
-        return [signature_part(seed)] if acting else []  # Gemini 3 signs the turns that call tools
+        return reasoning_parts(seed, thought, conversation, acting=acting)
 
     def check_reasoning(
         self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
@@ -202,11 +204,11 @@ class Gemini(WireFormat):
 
     @staticmethod
     def _thinking_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+        thoughts = [part for part in turn.message.reasoning() if is_thought(part)]
         texts = [part for part in turn.message.content if isinstance(part, Text)]
-        chunks: list[list[dict[str, Any]]] = [
-            [{"text": fragment}] for part in texts for fragment in split_fragments(part.text)
-        ]
-        rest = [part for part in turn.message.content if not isinstance(part, Text)]
+        chunks: list[list[dict[str, Any]]] = [[part.data()] for part in thoughts]
+        chunks += [[{"text": fragment}] for part in texts for fragment in split_fragments(part.text)]
+        rest = [part for part in turn.message.content if not isinstance(part, Text) and part not in thoughts]
         calls = encode_parts(rest, _fake_part)
         if calls:
             chunks.append(calls)

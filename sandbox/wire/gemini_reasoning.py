@@ -6,9 +6,10 @@ Gemini 3 thinks before every turn and puts a `thoughtSignature` (base64 bytes) b
 carries the calls, which has no `finishReason`; a trailing chunk with an empty text part carries
 `"finishReason": "STOP"` (pydantic-ai cassette
 `test_google/test_google_streaming_tool_call_thought_signature.yaml`, gemini-3-pro-preview).
-With `thinkingConfig.includeThoughts`, thought summaries arrive as `{"text": ..., "thought": true}`
-parts. In skyl, a signature is a `Reasoning` part placed before the part that carried it, and goes
-back on that part: a turn rebuilt from its calls loses it.
+With `thinkingConfig.includeThoughts`, thought summaries arrive first, as `{"text": ..., "thought":
+true}` parts (`types.Part.thought` in google-genai). In skyl, a signature is a `Reasoning` part
+placed before the part that carried it, and goes back on that part: a turn rebuilt from its calls
+loses it.
 
 Sources for the texts: [ISSUE] quoted verbatim in the named public issue; [INF] no capture found.
 """
@@ -23,16 +24,46 @@ from .._types import Part, Reasoning, ToolCall
 from ._base import Conversation, Rule
 from ._reasoning import same_base64, signature
 
-__all__ = ["PROVIDER", "check_echo", "encode_parts", "reasoning_events", "signature_part", "wire_reasoning"]
+__all__ = [
+    "PROVIDER",
+    "check_echo",
+    "encode_parts",
+    "is_thought",
+    "reasoning_events",
+    "reasoning_parts",
+    "wire_reasoning",
+]
 
 PROVIDER = "gemini"
 _SKIP = "skip_thought_signature_validator"
 """The documented escape hatch: the API takes it in place of a signature (reference G4)."""
 
 
-def signature_part(seed: str) -> Reasoning:
-    """The signature the fake puts on the first call of turn `seed`."""
-    return Reasoning.from_wire(PROVIDER, {"thoughtSignature": signature(seed, 0, "", prefix=b"\x12")})
+def reasoning_parts(seed: str, thought: str, conversation: Conversation, *, acting: bool) -> list[Reasoning]:
+    """What the fake sends with turn `seed`: a thought summary when the request includes thoughts,
+    and the signature it puts on the first call of a turn that calls tools."""
+    parts = []
+    if _includes_thoughts(conversation.raw):
+        parts.append(Reasoning.from_wire(PROVIDER, {"text": thought, "thought": True}, summary=thought))
+    if acting:
+        parts.append(Reasoning.from_wire(PROVIDER, {"thoughtSignature": signature(seed, 0, "", prefix=b"\x12")}))
+    return parts
+
+
+def _includes_thoughts(body: Mapping[str, Any]) -> bool:
+    """`generationConfig.thinkingConfig.includeThoughts`, in either spelling the API accepts."""
+    config = body.get("generationConfig", body.get("generation_config"))
+    if not isinstance(config, Mapping):
+        return False
+    thinking = config.get("thinkingConfig", config.get("thinking_config"))
+    if not isinstance(thinking, Mapping):
+        return False
+    return thinking.get("includeThoughts", thinking.get("include_thoughts")) is True
+
+
+def is_thought(part: Reasoning) -> bool:
+    """A thought summary part (it travels as a part of its own), not a signature."""
+    return not _signature_only(part.data())
 
 
 def _signature_only(data: Mapping[str, Any]) -> bool:
@@ -90,7 +121,8 @@ def reasoning_events(index: int, part: Reasoning) -> list[StreamEvent]:
 def check_echo(conversation: Conversation, index: int, expected: Sequence[Reasoning], *, error: Any) -> None:
     """The model turn `index` of the current turn must carry the signature the fake gave its first call.
     `error` is the wire format's `error(status, message, rule=..., message_index=...)`."""
-    if not expected or not _in_current_turn(conversation, index):
+    issued = [part.data()["thoughtSignature"] for part in expected if not is_thought(part)]
+    if not issued or not _in_current_turn(conversation, index):
         return
     number, parts = _wire_parts(conversation, index)
     first_call = next((part for part in parts if isinstance(part.get("functionCall"), Mapping)), None)
@@ -108,8 +140,7 @@ def check_echo(conversation: Conversation, index: int, expected: Sequence[Reason
             rule=Rule.REASONING_DROPPED,
             message_index=index,
         )  # [ISSUE] lbjlaq/Antigravity-Manager#733, #2157; the 1-based position is [INF] (reference G4)
-    issued = expected[0].data()["thoughtSignature"]
-    if sent != _SKIP and not same_base64(sent, issued):
+    if sent != _SKIP and not same_base64(sent, issued[0]):
         raise error(
             400, "Corrupted thought signature.", rule=Rule.REASONING_INVALID, message_index=index
         )  # [ISSUE] google-gemini/gemini-cli#13467, lbjlaq/Antigravity-Manager#970 (400, INVALID_ARGUMENT)

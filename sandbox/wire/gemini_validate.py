@@ -241,7 +241,15 @@ def check_order(contents: list[WireContent]) -> None:
 
 
 def _load(body: bytes) -> dict[str, Any]:
-    text = body.decode("utf-8", errors="replace")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # [INF] protobuf's JSON parser refuses bytes that are not UTF-8 ("Encountered non UTF-8 code
+        # points."), as the other three providers refuse them with a 400; never silently replaced.
+        shown = body.decode("utf-8", errors="replace")
+        raise _json_failure(
+            shown, len(body[: exc.start].decode("utf-8")), "Encountered non UTF-8 code points."
+        ) from None
     if not text.strip():
         return {}  # [INF] an empty body converts to an empty message; "contents is not specified" follows
     problem: str | None

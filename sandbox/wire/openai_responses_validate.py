@@ -557,6 +557,9 @@ class _Parser:
         summary = item["summary"]
         if not isinstance(summary, list):
             _wrong_type(f"{path}.summary", "an array", summary, index=at)  # [INF]
+        content = item.get("encrypted_content")
+        if content is not None and not isinstance(content, str):
+            _wrong_type(f"{path}.encrypted_content", "a string", content, index=at)  # [INF] REF template
         texts = [part["text"] for part in summary if isinstance(part, dict) and isinstance(part.get("text"), str)]
         reasoning = Reasoning.from_wire("openai-responses", item, summary="\n\n".join(texts))
         self._new_turn("assistant", path).parts.append(reasoning)
