@@ -676,5 +676,5 @@ def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, A
             "promptTokensDetails": [{"modality": "TEXT", "tokenCount": usage.input_tokens}],
         },
         "modelVersion": conversation.model,
-        "responseId": stable_token(turn.response_seed, 22, _B64URL),
+        "responseId": stable_token(turn.seed, 22, _B64URL),
     }

@@ -8,10 +8,12 @@ fails any test in which something asks DNS for a name other than the loopback's.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -52,6 +54,17 @@ THIRD_PARTY_WARNINGS = [
 into failures that say nothing about the sandbox."""
 
 
+@pytest.fixture(scope="package", autouse=True)
+def collect_the_frameworks_garbage() -> Iterator[None]:
+    """After the suite, collect what the frameworks left behind with its connections open (cached
+    clients in reference cycles), before a later test's garbage collection turns their
+    ResourceWarnings into that test's failure."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
 @pytest.fixture(autouse=True)
 def no_names_but_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Fail if anything resolves a host name other than the loopback's (`sandbox.mock()` answers the
@@ -71,7 +84,7 @@ def no_names_but_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]
     assert asked == [], f"something tried to resolve {asked}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server() -> Iterator[str]:
     """`sandbox serve` (its ASGI app under uvicorn) on a free port of 127.0.0.1: http://127.0.0.1:PORT."""
     sock = socket.socket()
@@ -95,7 +108,7 @@ def server() -> Iterator[str]:
 T = TypeVar("T")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def run_async() -> Iterator[Callable[[Coroutine[Any, Any, T]], T]]:
     """Run a coroutine on one event loop that lives for the whole suite, as an application's would:
     frameworks cache async HTTP clients (litellm's module-level one, for instance) that break on the
