@@ -16,6 +16,7 @@ What one client can cost the others is bounded here:
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import socket
@@ -231,11 +232,14 @@ def serve(
     log_level: str = "warning",
     head_timeout: float = HEAD_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
+    ready: Callable[[], None] | None = None,
 ) -> None:
-    """Run the sandbox under uvicorn until interrupted."""
+    """Run the sandbox under uvicorn until interrupted; `ready` runs once the port is bound."""
     import uvicorn
 
     sock = _listen(host, port)
+    if ready is not None:
+        ready()
     _raise_open_file_limit()
     quiet = QuietLog()
     for name in ("uvicorn", "uvicorn.error", "asyncio"):
@@ -257,20 +261,19 @@ def serve(
 
 def _listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a bad --host or a taken --port is one clear error."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
-    except (OSError, OverflowError, UnicodeError) as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc}. Check --host and --port.") from None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-    except (OSError, OverflowError) as exc:
+    except (OSError, OverflowError, UnicodeError) as exc:
         sock.close()
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(
-            f"cannot listen on {host}:{port}: {reason}. Choose another --port, or stop what uses it."
-        ) from None
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            advice = "Choose another --port, or stop what uses it."
+        else:
+            advice = "Use an address of this machine for --host (127.0.0.1, or 0.0.0.0 for every interface)."
+        raise UsageError(f"cannot listen on {host}:{port}: {reason}. {advice}") from None
     sock.set_inheritable(True)
     return sock
 

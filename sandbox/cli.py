@@ -289,14 +289,19 @@ def _serve(args: argparse.Namespace) -> int:
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
     engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget)
-    base = f"http://{args.host}:{args.port}"
-    print(f"Serving the sandbox at {base} (Ctrl-C to stop).")
-    print(f"  OpenAI (Chat and Responses): base_url={base}/v1    Anthropic, Gemini: base_url={base}")
-    if engine.pinned is not None:
-        print(f"  Every request plays scenario {engine.pinned.name!r}.")
-    else:
-        print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
-    serve(engine, host=args.host, port=args.port)
+
+    def banner() -> None:
+        """Printed once the port is bound, so a taken port prints only its error."""
+        base = f"http://{args.host}:{args.port}"
+        print(f"Serving the sandbox at {base} (Ctrl-C to stop).")
+        print(f"  OpenAI (Chat and Responses): base_url={base}/v1    Anthropic, Gemini: base_url={base}")
+        if engine.pinned is not None:
+            print(f"  Every request plays scenario {engine.pinned.name!r}.")
+        else:
+            print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
+        sys.stdout.flush()
+
+    serve(engine, host=args.host, port=args.port, ready=banner)
     return 0

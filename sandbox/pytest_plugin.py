@@ -27,7 +27,7 @@ from .grading._feedback import NotStarted
 from .grading._grouping import FailureGroups
 from .grading._meta import HINTS_FILE, challenge_folder, load_challenges
 from .grading._report import ResultsFile
-from .grading._runner import WorkerError
+from .grading._runner import WorkerError, shared_zygote
 from .grading._state import State, digest
 from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
@@ -113,6 +113,14 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
         ref = _ref(item)
         if ref is not None:
             item.config.stash[_DESELECTED].add(ref.name)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    """The first challenge test file collected starts the worker zygote: its start-up (it imports skyl)
+    overlaps the rest of the collection instead of delaying the first test."""
+    if file_path.suffix == ".py" and file_path.name.startswith("test_") and challenge_folder(file_path):
+        with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
+            shared_zygote()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -237,8 +238,9 @@ def test_serve_builds_the_engine_from_its_options(
 ) -> None:
     served: dict[str, Any] = {}
 
-    def fake_serve(engine: sandbox.Engine, *, host: str, port: int) -> None:
+    def fake_serve(engine: sandbox.Engine, *, host: str, port: int, ready: Callable[[], None]) -> None:
         served.update(engine=engine, host=host, port=port)
+        ready()  # the port is bound: the banner follows
 
     monkeypatch.setattr(sandbox.cli, "serve", fake_serve)
     assert main(["serve", "--port", "9001", "--scenario", "runaway", "--budget", "7"]) == 0

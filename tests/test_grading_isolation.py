@@ -60,9 +60,9 @@ class _Door:
     def __init__(self) -> None:
         self.bodies: list[bytes] = []
 
-    def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]:
         self.bodies.append(body)
-        return 200, {"content-type": "application/json"}, json.dumps({"path": path}).encode()
+        return 200, {"content-type": "application/json"}, json.dumps({"path": path, "query": query}).encode()
 
     async def tool(self, payload: Any) -> Mapping[str, Any]:
         return {"output": f"ran {payload['call']}"}
@@ -80,8 +80,9 @@ def test_the_endpoint_serves_a_door_under_its_token_only(endpoint: Endpoint) -> 
     base = endpoint.open(door)
     connections = Connections(base)
     token = base.rsplit("/", 1)[-1]
-    status, _, content = connections.exchange("POST", f"/{token}/v1/chat/completions", [], b'{"a":1}')
-    assert (status, json.loads(content), door.bodies) == (200, {"path": "/v1/chat/completions"}, [b'{"a":1}'])
+    status, _, content = connections.exchange("POST", f"/{token}/v1/chat/completions?x=1", [], b'{"a":1}')
+    answer = {"path": "/v1/chat/completions", "query": "x=1"}
+    assert (status, json.loads(content), door.bodies) == (200, answer, [b'{"a":1}'])
     assert connections.post_json(f"/{token}{TOOLS_PATH}", {"call": "x"}) == {"output": "ran x"}
     endpoint.close_door(base)
     status, _, _ = connections.exchange("POST", f"/{token}/v1/chat/completions", [], b"{}")

@@ -99,9 +99,18 @@ def test_a_port_in_use_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = _one_error_line(capsys, ["serve", "--port", str(port)])
-    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in line
+        assert main(["serve", "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"sandbox: error: cannot listen on 127.0.0.1:{port}: Address already in use. Choose")
+    assert len(err.strip().splitlines()) == 1
+    assert out == "", "no banner for a server that never started"
 
 
 def test_an_unknown_option_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unrecognized arguments: --nope" in _one_error_line(capsys, ["serve", "--nope"])
+
+
+def test_a_host_that_is_not_this_machine_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """192.0.2.1 is a documentation address (TEST-NET-1): numeric, so no name is ever looked up."""
+    line = _one_error_line(capsys, ["serve", "--host", "192.0.2.1", "--port", "0"])
+    assert "cannot listen on 192.0.2.1:0:" in line and "Use an address of this machine for --host" in line

@@ -14,13 +14,15 @@ tool names and arguments) for properties run under `GRADING` settings: see `_gen
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..wire import PROVIDERS
-from ._challenge import Challenge, take_away_collect_stream
-from ._dialogue import BUDGET, Dialogue
-from ._feedback import NotStarted
-from ._runner import Outcome
+if TYPE_CHECKING:
+    from ..wire import PROVIDERS
+    from ._challenge import Challenge, take_away_collect_stream
+    from ._dialogue import BUDGET, Dialogue
+    from ._feedback import NotStarted
+    from ._generated import GRADING, runaways, tasks
+    from ._runner import Outcome
 
 __all__ = [
     "BUDGET",
@@ -35,18 +37,31 @@ __all__ = [
     "tasks",
 ]
 
-# Shown as `sandbox.grading.NotStarted` in reports (JUnit prints the class path), as httpx does.
-for _name in ("Challenge", "Dialogue", "NotStarted", "Outcome"):
-    globals()[_name].__module__ = __name__
+_HOMES = {
+    "BUDGET": "._dialogue",
+    "Challenge": "._challenge",
+    "Dialogue": "._dialogue",
+    "NotStarted": "._feedback",
+    "Outcome": "._runner",
+    "PROVIDERS": "..wire",
+    "take_away_collect_stream": "._challenge",
+}
+_SHOWN_HERE = ("Challenge", "Dialogue", "NotStarted", "Outcome")
 
 
 def __getattr__(name: str) -> Any:
-    """`GRADING`, `tasks` and `runaways` load hypothesis: only when a grading test asks for them, so the
-    plugin adds nothing to the start-up of unrelated test runs.
+    """Everything here is imported on first use. A worker process imports this package for its own
+    modules, and must not pay for pytest; and `GRADING`, `tasks` and `runaways` load hypothesis,
+    which only grading tests need.
 
     Looked up in `sys.modules` each time, never cached here: pytester's in-process runs drop the
     modules a run imported (hypothesis among them), and a stale copy would hand the next run
     strategies built by another hypothesis."""
     if name in ("GRADING", "runaways", "tasks"):
         return getattr(importlib.import_module(f"{__name__}._generated"), name)
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+        if name in _SHOWN_HERE:
+            value.__module__ = __name__  # shown as `sandbox.grading.NotStarted` in reports, as httpx does
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -84,7 +84,7 @@ class Dialogue(Verdicts):
         self.provider = provider
         self.transport = _transport.transport(self.scenario, budget=BUDGET)
         self.refusing: RefusingTransport | None = None
-        """With `refuse=N`, the provider refuses request N as too long (`_refusal`)."""
+        """With `refuse=N`, the provider refuses request N and every later one as too long (`_refusal`)."""
         if refuse is not None:
             self.transport = self.refusing = RefusingTransport(self.transport, provider, refuse)
         self.journal = self.transport.journal
@@ -146,13 +146,14 @@ class Dialogue(Verdicts):
 
     # -- the sandbox's door, served to the worker (on the endpoint's thread) -------------------------
 
-    def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]:
         """One model request from the learner's client: answered by this dialogue's transport (the sandbox,
         or a provider refusing it), journaled there."""
         if self.refusing is not None:
-            response = self.refusing.handle_request(httpx.Request(method, f"http://sandbox{path}", content=body))
+            url = f"http://sandbox{path}" + (f"?{query}" if query else "")
+            response = self.refusing.handle_request(httpx.Request(method, url, content=body))
             return response.status_code, dict(response.headers), response.read()
-        exchange = self.transport.engine.handle(method, path, body)
+        exchange = self.transport.engine.handle(method, path, body, query=query)
         self.journal.append(exchange)
         return exchange.status, exchange.headers, exchange.body
 

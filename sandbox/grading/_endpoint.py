@@ -34,7 +34,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Payload Too L
 class Door(Protocol):
     """What one conversation serves: model requests, and tool runs."""
 
-    def model(self, method: str, path: str, body: bytes) -> tuple[int, Mapping[str, str], bytes]: ...
+    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]: ...
 
     def tool(self, payload: Any) -> Awaitable[Mapping[str, Any]]: ...
 
@@ -141,7 +141,7 @@ class Endpoint:
             writer.close()
 
     async def _dispatch(self, method: str, target: str, body: bytes) -> _Reply:
-        path = target.split("?", 1)[0]
+        path, _, query = target.partition("?")
         _, token, rest = (path.split("/", 2) + ["", ""])[:3]
         door = self._doors.get(token)
         if door is None:
@@ -153,7 +153,7 @@ class Endpoint:
             except (ValueError, RecursionError):
                 return _json(400, {"error": {"message": "sandbox: a tool run takes a JSON body"}})
             return _json(200, dict(await door.tool(payload)))
-        status, headers, content = door.model(method, rest, body)
+        status, headers, content = door.model(method, rest, body, query)
         return _Reply(status, headers, (content,))
 
 
