@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
+from ._kept import KeptState
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._types import ToolCall
@@ -128,6 +129,9 @@ class Engine:
         self.pinned: Scenario | None = scenario
         self.budget = budget
         self.max_body_bytes = max_body_bytes
+        self.kept = KeptState()
+        """Threads and stored responses (`previous_response_id`): the one state the engine keeps, for
+        the clients of providers that keep it (see `_kept`)."""
         self._repeats = _RepeatGuard(budget)
 
     def handle(self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None) -> Exchange:
@@ -150,9 +154,13 @@ class Engine:
                 raise self._too_large(wire, len(body))
             if len(body) > _COUNT_ABOVE:
                 _check_items(wire, body)
-            conversation = wire.parse_request(body, path_model=found.model, path_stream=found.stream)
+            expanded = self.kept.expand(wire, body)
+            conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
+            conversation = expanded.restore(conversation)
             _check_size(wire, conversation)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
+            if exchange.turn is not None:
+                self.kept.keep(expanded, wire, conversation, exchange.turn)
             return _as_json_array(exchange) if array else exchange
         except WireError as error:
             return _error_exchange(method, path, body, wire, error, conversation, digest)
@@ -208,7 +216,7 @@ class Engine:
         repeats = self._repeats.count(_fingerprint(client, path, body))
         if repeats > self.budget:
             raise _repeat_error(wire, scenario, self.budget, repeats)
-        turn = render_turn(wire, scenario, position, conversation, len(body))
+        turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
             headers = {"content-type": wire.stream_media_type, **wire.request_headers(digest)}

@@ -49,7 +49,12 @@ def expected_reasoning(
 
 
 def render_turn(
-    wire: WireFormat, scenario: Scenario, position: Position, conversation: Conversation, body_size: int
+    wire: WireFormat,
+    scenario: Scenario,
+    position: Position,
+    conversation: Conversation,
+    body_size: int,
+    request_digest: str = "",
 ) -> ModelTurn:
     step = scenario.steps[position.script_index]
     calls = expected_calls(wire, scenario, step, position.step)
@@ -66,6 +71,7 @@ def render_turn(
         seed=f"{scenario.name}/{position.step}",
         raw_stop_reason=step.stop_reasons.get(wire.name),
         usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
+        request=request_digest,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 import sandbox
 
@@ -48,3 +49,32 @@ def test_invalid_utf8_is_a_400_not_silently_replaced() -> None:
     assert exchange.status == 400
     message = json.loads(exchange.body)["error"]["message"]
     assert message.startswith("Invalid JSON payload received. Encountered non UTF-8 code points.")
+
+
+@pytest.mark.parametrize(
+    ("temperature", "says"),
+    [
+        ("1" * 4500, "Invalid value at 'generation_config.temperature' (TYPE_FLOAT), inf"),
+        ("1" * 400, "Invalid value at 'generation_config.temperature' (TYPE_FLOAT), 1111"),
+        ("1e39", "Invalid value at 'generation_config.temperature' (TYPE_FLOAT), 9999999999"),
+        ('"warm"', "Invalid value at 'generation_config.temperature' (TYPE_FLOAT), \"warm\""),
+        ("true", "Invalid value at 'generation_config.temperature' (TYPE_FLOAT), true"),
+        ("3", "has a temperature value of 3 but the supported range is from 0 (inclusive) to 2.0001"),
+        ("-1.5", "has a temperature value of -1.5 but the supported range is from 0 (inclusive)"),
+    ],
+    ids=["4500-digits", "400-digits", "past-float", "string", "bool", "above-2", "negative"],
+)
+def test_gemini_temperature_out_of_range_is_refused(temperature: str, says: str) -> None:
+    body = f'{{"contents": [{{"parts": [{{"text": "hi"}}]}}], "generationConfig": {{"temperature": {temperature}}}}}'
+    exchange = sandbox.Engine().handle("POST", "/v1beta/models/plain_text:generateContent", body.encode())
+    assert exchange.status == 400
+    error = json.loads(exchange.body)["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert says in error["message"]
+
+
+@pytest.mark.parametrize("temperature", ["0", "0.7", "2", '"1.5"'])
+def test_gemini_temperature_in_range_is_answered(temperature: str) -> None:
+    body = f'{{"contents": [{{"parts": [{{"text": "hi"}}]}}], "generationConfig": {{"temperature": {temperature}}}}}'
+    exchange = sandbox.Engine().handle("POST", "/v1beta/models/plain_text:generateContent", body.encode())
+    assert exchange.status == 200, exchange.body

@@ -144,3 +144,19 @@ def test_gemini_wrapped_errors_count_as_unusable_and_results_as_usable(wrapper: 
     assert exchange.status == 200
     parts = json.loads(exchange.body)["candidates"][0]["content"]["parts"]
     assert any("functionCall" in part for part in parts), "an empty result is unusable: the model asks again"
+
+
+def test_gemini_sandbox_errors_name_no_ids_that_never_were_on_the_wire() -> None:
+    """Gemini calls carry no ids; the sandbox's own placeholders must not leak into what a learner reads."""
+    engine = sandbox.Engine()
+    contents = [
+        {"role": "user", "parts": [{"text": "What's the weather in Paris?"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Lyon"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"result": "9C"}}}]},
+    ]
+    exchange = _gemini(engine, "single_call", contents, _declarations("single_call"))
+    assert exchange.status == 400 and exchange.error is not None
+    assert exchange.error.rule is Rule.HISTORY_MISMATCH
+    assert "get_weather(city='Paris')" in exchange.error.message
+    assert "gemini:" not in exchange.error.message and "gemini-call-" not in exchange.error.message
+    assert "[id " not in exchange.error.message

@@ -84,7 +84,7 @@ class Dialogue(Verdicts):
         self.provider = provider
         self.transport = _transport.transport(self.scenario, budget=BUDGET)
         self.refusing: RefusingTransport | None = None
-        """With `refuse=N`, the provider refuses request N as too long (`_refusal`)."""
+        """With `refuse=N`, the provider refuses request N and every later one as too long (`_refusal`)."""
         if refuse is not None:
             self.transport = self.refusing = RefusingTransport(self.transport, provider, refuse)
         self.journal = self.transport.journal

@@ -547,7 +547,7 @@ class Anthropic(WireFormat):
         check_echo(conversation, index, expected, error=self.error)
 
     def _message_id(self, turn: ModelTurn) -> str:
-        return "msg_01" + stable_token(turn.seed, 22, BASE58)
+        return "msg_01" + stable_token(turn.response_seed, 22, BASE58)
 
     def _stop(self, turn: ModelTurn) -> str:
         return turn.raw_stop_reason or _WIRE_STOP[turn.stop_reason]

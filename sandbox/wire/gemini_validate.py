@@ -157,7 +157,7 @@ def read_request(body: bytes) -> ParsedRequest:
     system = _message(data, "systemInstruction", "", "Content")
     declarations = _declarations(data)
     tool_choice = _tool_choice(data)
-    _message(data, "generationConfig", "", "GenerationConfig")
+    _generation_config(data)
     model = _string(data, "model", "")
     return ParsedRequest(
         contents=contents,
@@ -168,6 +168,46 @@ def read_request(body: bytes) -> ParsedRequest:
         model=model.removeprefix("models/") if model else None,
         raw=data,
     )
+
+
+_FLOAT_MAX = 3.4028234663852886e38
+"""The largest finite 32-bit float: `temperature` is a proto `float`, so anything larger cannot be stored."""
+
+
+def _generation_config(data: Mapping[str, Any]) -> None:
+    """`generationConfig.temperature`, the one sampling field a tool loop sets: a proto `float`, and
+    (like every Gemini model) only from 0 to 2. A 4,000-digit number parses as infinity, which a
+    `float` cannot hold, so it is refused rather than answered as if it were a temperature."""
+    config = _message(data, "generationConfig", "", "GenerationConfig")
+    if config is None:
+        return
+    _, value = _get(config, "temperature")
+    if value is None:
+        return
+    path = "generation_config.temperature"
+    number = _float(value)
+    if number is None or not abs(number) <= _FLOAT_MAX:
+        raise _invalid_value(path, "TYPE_FLOAT", value)
+    if not 0 <= number < 2.0001:
+        # [INF] Vertex AI's wording; its range clause is confirmed by a public capture of a 400 for
+        # temperature 3.0 and -1.0 on gemini-3.7-flash (cuioss pr-agent-settings landing record, 2026).
+        raise Rejection(
+            f"Unable to submit request because it has a temperature value of {number:g} but the supported "
+            "range is from 0 (inclusive) to 2.0001 (exclusive). Update the value and try again.",
+            field=path,
+        )
+
+
+def _float(value: Any) -> float | None:
+    """protobuf's JSON reading of a float field: a number, or a string holding one; never a bool."""
+    if isinstance(value, bool):
+        return None
+    if not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return float(value)
+    except (ValueError, OverflowError):  # not a number, or an integer past a double's range
+        return None
 
 
 def check_fields(parsed: ParsedRequest) -> None:

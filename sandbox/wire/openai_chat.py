@@ -531,7 +531,7 @@ def _finish_reason(turn: ModelTurn, conversation: Conversation) -> str:
 def _envelope(turn: ModelTurn, conversation: Conversation, kind: str) -> dict[str, Any]:
     """The fields every body and chunk repeats, in the recorded key order."""
     return {
-        "id": "chatcmpl-" + stable_token(f"chatcmpl:{turn.seed}", 29),
+        "id": "chatcmpl-" + stable_token(f"chatcmpl:{turn.response_seed}", 29),
         "object": kind,
         "created": CREATED_AT,
         "model": conversation.model,

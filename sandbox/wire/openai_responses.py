@@ -554,7 +554,7 @@ def _response_object(
     """The full response object, fields in the order the recorded responses use."""
     raw = conversation.raw
     return {
-        "id": _item_id("resp", turn.seed, "response"),
+        "id": _item_id("resp", turn.response_seed, "response"),
         "object": "response",
         "created_at": CREATED_AT,
         "status": status,
@@ -566,7 +566,7 @@ def _response_object(
         "model": conversation.model,
         "output": output,
         "parallel_tool_calls": _echo(raw, "parallel_tool_calls", True),
-        "previous_response_id": None,
+        "previous_response_id": raw.get("previous_response_id"),
         "reasoning": {"effort": None, "summary": None},
         "service_tier": "default",
         "store": _echo(raw, "store", True),
