@@ -9,9 +9,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
+
 import sandbox
 
 SDK_PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
+
+
+def in_process_options(driver: str, transport: sandbox.Httpx2Transport) -> dict[str, Any]:
+    """The client option that routes a driver's SDK through `transport` (google-genai names it apart)."""
+    http_client = httpx2.Client(transport=transport)  # type: ignore[arg-type]
+    return {"httpx_client": http_client} if driver.startswith("gemini") else {"http_client": http_client}
+
+
+def server_options(driver: str, base: str) -> dict[str, Any]:
+    """The base URL each SDK takes for a sandbox served at `base`: OpenAI's includes `/v1`."""
+    return {"base_url": f"{base}/v1"} if driver.startswith("openai") else {"base_url": base}
 
 
 def _output(scenario: sandbox.Scenario, name: str, arguments: Any) -> str:

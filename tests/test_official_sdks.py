@@ -3,56 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-from collections.abc import Iterator
-from typing import Any
 
-import httpx2
 import pytest
-import uvicorn
 
 import sandbox
-from tests.sdk_drivers import DRIVERS
-
-
-def _in_process_options(provider: str, transport: sandbox.Httpx2Transport) -> dict[str, Any]:
-    http_client = httpx2.Client(transport=transport)  # type: ignore[arg-type]
-    if provider == "gemini":
-        return {"httpx_client": http_client}
-    return {"http_client": http_client}
-
-
-def _server_options(provider: str, base: str) -> dict[str, Any]:
-    if provider.startswith("openai"):
-        return {"base_url": f"{base}/v1"}
-    return {"base_url": base}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """`sandbox serve`'s app under a real uvicorn on a free loopback port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(sandbox.SandboxApp(sandbox.Engine()), log_level="warning", access_log=False)
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if instance.started:
-            break
-        threading.Event().wait(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    instance.should_exit = True
-    thread.join(5)
-    sock.close()
+from tests.sdk_drivers import DRIVERS, in_process_options, server_options
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 @pytest.mark.parametrize("scenario", ["single_call", "parallel_calls"])
 def test_sdk_round_trip_in_process(provider: str, scenario: str, stream: bool) -> None:
     transport = sandbox.httpx2_transport()
-    answer = DRIVERS[provider](scenario, stream=stream, **_in_process_options(provider, transport))
+    answer = DRIVERS[provider](scenario, stream=stream, **in_process_options(provider, transport))
     assert "18C, clear" in answer
     assert all(exchange.status == 200 for exchange in transport.journal)
     assert len(transport.journal) == 2
@@ -68,7 +30,7 @@ def test_sdk_round_trip_through_mock_on_the_real_hosts(provider: str, stream: bo
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 def test_sdk_round_trip_over_http(provider: str, server: str, stream: bool) -> None:
-    answer = DRIVERS[provider]("multi_step", stream=stream, **_server_options(provider, server))
+    answer = DRIVERS[provider]("multi_step", stream=stream, **server_options(provider, server))
     assert "confirmed, ref LB-2041" in answer
 
 

@@ -4,48 +4,16 @@ and over HTTP, and each SDK's own 400 carries the provider's verbatim text when 
 from __future__ import annotations
 
 import json
-import socket
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
 import pytest
-import uvicorn
 
 import sandbox
-from tests.sdk_drivers import REASONING_DRIVERS
+from tests.sdk_drivers import REASONING_DRIVERS, in_process_options, server_options
 
 SCENARIO = "multi_step_reasoning"
 ANSWER = "confirmed, ref LB-2041"
-
-
-def _in_process_options(driver: str, transport: sandbox.Httpx2Transport) -> dict[str, Any]:
-    http_client = httpx2.Client(transport=transport)  # type: ignore[arg-type]
-    return {"httpx_client": http_client} if driver.startswith("gemini") else {"http_client": http_client}
-
-
-def _server_options(driver: str, base: str) -> dict[str, Any]:
-    return {"base_url": f"{base}/v1"} if driver.startswith("openai") else {"base_url": base}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """`sandbox serve`'s app under a real uvicorn on a free loopback port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(sandbox.SandboxApp(sandbox.Engine()), log_level="warning", access_log=False)
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if instance.started:
-            break
-        threading.Event().wait(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    instance.should_exit = True
-    thread.join(5)
-    sock.close()
 
 
 CASES = [(driver, stream) for driver in sorted(REASONING_DRIVERS) for stream in (False, True)]
@@ -55,7 +23,7 @@ CASES.remove(("gemini-chat", True))  # see sdk_drivers.gemini_chat
 @pytest.mark.parametrize(("driver", "stream"), CASES)
 def test_sdk_keeps_the_reasoning_turn_in_process(driver: str, stream: bool) -> None:
     transport = sandbox.httpx2_transport()
-    answer, turns = REASONING_DRIVERS[driver](SCENARIO, stream=stream, **_in_process_options(driver, transport))
+    answer, turns = REASONING_DRIVERS[driver](SCENARIO, stream=stream, **in_process_options(driver, transport))
     assert ANSWER in answer
     assert [exchange.status for exchange in transport.journal] == [200] * 4
     assert all(turn for turn in turns[:3]), turns  # every call turn carried reasoning, as the SDK saw it
@@ -65,7 +33,7 @@ def test_sdk_keeps_the_reasoning_turn_in_process(driver: str, stream: bool) -> N
 
 @pytest.mark.parametrize(("driver", "stream"), CASES)
 def test_sdk_keeps_the_reasoning_turn_over_http(driver: str, server: str, stream: bool) -> None:
-    answer, _ = REASONING_DRIVERS[driver](SCENARIO, stream=stream, **_server_options(driver, server))
+    answer, _ = REASONING_DRIVERS[driver](SCENARIO, stream=stream, **server_options(driver, server))
     assert ANSWER in answer
 
 
