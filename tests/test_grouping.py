@@ -55,6 +55,28 @@ TWO_MISTAKES = TEXT_TURN.replace(
 )
 
 
+def failures(out: str) -> str:
+    """The terminal's FAILURES section: the short summary after it names each failure by its headline."""
+    return out.partition("short test summary info")[0]
+
+
+def test_the_short_summary_gives_each_failure_its_headline_alone_even_on_ci(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On CI pytest prints a failure's whole crash message in the short summary: the whole transcript
+    again, unless the grouping gives it the headline."""
+    monkeypatch.setenv("CI", "true")
+    make_course(pytester, TWO_MISTAKES)
+    out = pytester.runpytest("challenges").stdout.str()
+    summary = out.partition("short test summary info")[2]
+    assert "Conversation as sent in request" not in summary
+    assert re.findall(r"^FAILED \S+ - (.*)$", summary, re.MULTILINE) == [
+        "complete() on scenario 'single_call' on openai: the provider rejected request 2 of 2.",
+        "complete() returned None (NoneType); it should return a skyl.Response (the one the model sent last, "
+        "whose tool_calls() is empty).",
+    ]
+
+
 @pytest.fixture(autouse=True)
 def _strict_inner_runs(pytester: pytest.Pytester) -> None:
     pytester.makeini(
@@ -76,7 +98,7 @@ def test_one_mistake_prints_one_full_failure_and_a_line_per_other_test(pytester:
     result = pytester.runpytest("challenges")
     result.assert_outcomes(failed=12)
     out = result.stdout.str()
-    assert out.count("Conversation as sent in request") == 1
+    assert failures(out).count("Conversation as sent in request") == 1
     assert out.count("Rule: Append resp.message before any tool result") == 1
     result.stdout.fnmatch_lines(
         [
@@ -105,8 +127,8 @@ def test_different_mistakes_are_each_shown_in_full(pytester: pytest.Pytester) ->
     result = pytester.runpytest("challenges")
     result.assert_outcomes(failed=12)
     out = result.stdout.str()
-    assert out.count("Conversation as sent in request") == 1
-    assert out.count("returned None (NoneType); it should return a skyl.Response") == 1
+    assert failures(out).count("Conversation as sent in request") == 1
+    assert failures(out).count("returned None (NoneType); it should return a skyl.Response") == 1
     result.stdout.fnmatch_lines(
         ["The same mistake in 8 more tests*", "The same mistake in 2 more tests*", "  test_multi_step on gemini"]
     )
@@ -178,7 +200,7 @@ def test_check_8_with_an_unawaited_client_fits_on_a_screen(tmp_path: Path) -> No
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert len(out.splitlines()) < 60, out
-    assert out.count("called client.complete(req) without awaiting it") == 1, out
+    assert failures(out).count("called client.complete(req) without awaiting it") == 1, out
     for noise in ("ExceptionGroup", "ERROR at", "RuntimeWarning", "never awaited", "During handling"):
         assert noise not in out, out
     assert "24 failed in" in out.splitlines()[-1], out

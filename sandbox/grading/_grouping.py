@@ -14,6 +14,10 @@ import error, a crash) is keyed by its first line, shaped the same way.
 
 Only the terminal is changed, and only while it prints its summary: every report keeps its full
 text, which JUnit XML and `--report` have already recorded, and the counts stay the real ones.
+
+The short summary gives each shown failure its headline alone. pytest prints a failure's whole crash
+message there when it runs on CI (`CI` or `BUILD_NUMBER` set), and a grader's message is the whole
+feedback: GitHub Classroom and Gradescope would show every transcript twice.
 """
 
 from __future__ import annotations
@@ -85,15 +89,37 @@ class FailureGroups:
             else:
                 groups[key] = _Group(report)
                 shown.append(report)
-        heads = {id(group.first): group for group in groups.values() if group.others}
-        return [_with_others(report, heads[id(report)].others) if id(report) in heads else report for report in shown]
+        others = {id(group.first): group.others for group in groups.values()}
+        return [_as_shown(report, others[id(report)]) if id(report) in others else report for report in shown]
 
 
-def _with_others(report: pytest.TestReport, others: Collection[str]) -> pytest.TestReport:
-    """A copy of `report` whose text ends with the other cases of its mistake."""
-    lines = "\n".join(same_mistake_lines(others))
+@dataclass(frozen=True)
+class _Crash:
+    message: str
+
+
+class _Shown:
+    """A failure's text as the terminal shows it: in full in FAILURES, by its headline in the short
+    summary (which reads `reprcrash.message`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.reprcrash = _Crash(text.split("\n", 1)[0])
+
+    def toterminal(self, out: Any) -> None:
+        out.line(self.text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _as_shown(report: pytest.TestReport, others: Collection[str]) -> pytest.TestReport:
+    """A copy of `report` whose text ends with the other cases of its mistake, if there are any."""
+    text = report.longreprtext.rstrip()
+    if others:
+        text += "\n\n" + "\n".join(same_mistake_lines(others))
     shown = copy.copy(report)
-    shown.longrepr = f"{report.longreprtext.rstrip()}\n\n{lines}"
+    shown.longrepr = _Shown(text)  # type: ignore[assignment]
     return shown
 
 
