@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-import uvicorn
 
 import sandbox
 from sandbox import skyl
+from tests.loopback import serving
 
 PROVIDERS = sandbox.PROVIDERS
 
@@ -21,20 +19,8 @@ def provider(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """`sandbox serve`'s app under a real uvicorn on a free loopback port: its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(sandbox.SandboxApp(sandbox.Engine()), log_level="warning", access_log=False)
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if instance.started:
-            break
-        threading.Event().wait(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    instance.should_exit = True
-    thread.join(5)
-    sock.close()
+    with serving(sandbox.Engine()) as base:
+        yield base
 
 
 def scenario_request(name: str) -> skyl.Request:

@@ -18,9 +18,9 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import pytest
-import uvicorn
 
 import sandbox
+from tests.loopback import serving
 
 _OFFLINE = {
     "OPENAI_AGENTS_DISABLE_TRACING": "1",
@@ -87,22 +87,8 @@ def no_names_but_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]
 @pytest.fixture(scope="package")
 def server() -> Iterator[str]:
     """`sandbox serve` (its ASGI app under uvicorn) on a free port of 127.0.0.1: http://127.0.0.1:PORT."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    app = sandbox.SandboxApp(sandbox.Engine(budget=BUDGET))
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(1000):
-        if instance.started:
-            break
-        threading.Event().wait(0.01)
-    assert instance.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    instance.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serving(sandbox.Engine(budget=BUDGET)) as base:
+        yield base
 
 
 T = TypeVar("T")
