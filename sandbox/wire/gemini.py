@@ -194,13 +194,7 @@ class Gemini(WireFormat):
         calls = [_encode_part(part) for part in turn.message.tool_calls()]
         if calls or not chunks:
             chunks.append(calls or [{"text": ""}])  # the finishReason needs a chunk to ride on
-        fields = _response_fields(turn, conversation)
-        frames = []
-        for number, parts in enumerate(chunks):
-            finish = _finish(turn) if number == len(chunks) - 1 else {}
-            candidate = {"content": {"parts": parts, "role": "model"}, **finish, "index": 0}
-            frames.append(sse_frame(dumps({"candidates": [candidate], **fields}), newline="\r\n"))
-        return frames
+        return _frames(chunks, turn, conversation)
 
     @staticmethod
     def _thinking_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
@@ -213,13 +207,7 @@ class Gemini(WireFormat):
         if calls:
             chunks.append(calls)
         chunks.append([{"text": ""}])
-        fields = _response_fields(turn, conversation)
-        frames = []
-        for number, parts in enumerate(chunks):
-            finish = _finish(turn) if number == len(chunks) - 1 else {}
-            candidate = {"content": {"parts": parts, "role": "model"}, **finish, "index": 0}
-            frames.append(sse_frame(dumps({"candidates": [candidate], **fields}), newline="\r\n"))
-        return frames
+        return _frames(chunks, turn, conversation)
 
     def error(
         self,
@@ -664,6 +652,17 @@ _FINISH = {
     StopReason.MAX_TOKENS: "MAX_TOKENS",
     StopReason.REFUSAL: "SAFETY",
 }
+
+
+def _frames(chunks: list[list[dict[str, Any]]], turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+    """One SSE frame per chunk of parts; the last carries the finish reason."""
+    fields = _response_fields(turn, conversation)
+    frames = []
+    for number, parts in enumerate(chunks):
+        finish = _finish(turn) if number == len(chunks) - 1 else {}
+        candidate = {"content": {"parts": parts, "role": "model"}, **finish, "index": 0}
+        frames.append(sse_frame(dumps({"candidates": [candidate], **fields}), newline="\r\n"))
+    return frames
 
 
 def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
