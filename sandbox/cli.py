@@ -27,13 +27,13 @@ from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
-from .grading._dialogue import call_key
-from .grading._grade import grade, plan
-from .grading._meta import ChallengeInfo, find_root, load_challenges, select
-from .grading._program_cases import CASES
-from .grading._progress import Progress
-from .grading._state import State
-from .grading._transcript import describe_call, describe_message, quote
+from .grading.judge._dialogue import call_key
+from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading.judge._progress import Progress
+from .grading.judge._state import State
+from .grading.judge._transcript import describe_call, describe_message, quote
+from .grading.programs._grade import grade, plan
+from .grading.programs._program_cases import CASES
 from .wire import PROVIDERS
 
 __all__ = ["main"]

@@ -9,18 +9,18 @@ same neutral messages the wire format would have produced.
 
 from __future__ import annotations
 
-from .._engine import Exchange
-from .._types import Message
-from ..wire import route
-from ..wire.anthropic import _neutral as _anthropic_neutral
-from ..wire.anthropic_validate import Invalid, load_json, validate_schema
-from ..wire.gemini import _to_neutral as _gemini_neutral
-from ..wire.gemini_validate import Rejection as GeminiRejection
-from ..wire.gemini_validate import merge_model_runs, read_request
-from ..wire.openai_chat import _neutral_message
-from ..wire.openai_chat_validate import Rejection as ChatRejection
-from ..wire.openai_chat_validate import load_body
-from ._clients import Sent
+from ..._engine import Exchange
+from ..._types import Message
+from ...wire import route
+from ...wire.anthropic import _neutral as _anthropic_neutral
+from ...wire.anthropic_validate import Invalid, load_json, validate_schema
+from ...wire.gemini import _to_neutral as _gemini_neutral
+from ...wire.gemini_validate import Rejection as GeminiRejection
+from ...wire.gemini_validate import merge_model_runs, read_request
+from ...wire.openai_chat import _neutral_message
+from ...wire.openai_chat_validate import Rejection as ChatRejection
+from ...wire.openai_chat_validate import load_body
+from ..judge._clients import Sent
 
 __all__ = ["read_sent", "sent_messages"]
 
