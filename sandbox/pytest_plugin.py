@@ -16,11 +16,10 @@ import contextlib
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._mock import SandboxMock, mock
 from .grading import Challenge
 from .grading.boundary._implementations import Implementations
 from .grading.boundary._runner import WorkerError, shared_zygote
@@ -31,6 +30,9 @@ from .grading.judge._meta import HINTS_FILE, challenge_folder, load_challenges
 from .grading.judge._report import ResultsFile
 from .grading.judge._state import State, digest
 from .grading.judge._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+
+if TYPE_CHECKING:
+    from ._mock import SandboxMock
 
 __all__ = ["challenge", "sandbox_mock"]
 
@@ -168,6 +170,8 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
             f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario= and budget=.",
             pytrace=False,
         )
+    from ._mock import mock  # respx, loaded only by the tests that mount the sandbox
+
     with mock(**options) as mounted:
         yield mounted
 
