@@ -34,3 +34,10 @@ def test_readme_custom_scenario_runs() -> None:
     req = skyl.Request(model="x", messages=[skyl.user_text("define loop")], tools=namespace["lookup"].tools)  # type: ignore[attr-defined]
     resp = client.complete(req)
     assert [call.name for call in resp.tool_calls()] == ["define"]
+
+
+def test_readme_fault_example_prints_the_rate_limit_then_the_answer() -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(_block_after("### Faults: the provider failing on purpose"), {})
+    assert out.getvalue().splitlines() == ["429 rate_limit_error 0.02", "Hello! No tools needed for that."]
