@@ -16,12 +16,11 @@ import contextlib
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._exceptions import ScenarioError
-from ._mock import SandboxMock, mock
 from .grading import Challenge
 from .grading._challenge import Deadlines, Implementations
 from .grading._feedback import NotStarted
@@ -31,6 +30,9 @@ from .grading._report import ResultsFile
 from .grading._runner import WorkerError, shared_zygote
 from .grading._state import State, digest
 from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+
+if TYPE_CHECKING:
+    from ._mock import SandboxMock
 
 __all__ = ["challenge", "sandbox_mock"]
 
@@ -170,6 +172,8 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
             "and faults=.",
             pytrace=False,
         )
+    from ._mock import mock  # respx, loaded only by the tests that mount the sandbox
+
     try:
         mounted = mock(**options)
     except ScenarioError as error:
