@@ -40,7 +40,7 @@ import httpx  # noqa: E402
 import sandbox  # noqa: E402
 from sandbox import skyl  # noqa: E402
 
-ROWS = ("inproc", "loop", "sdk", "serve", "challenges", "memory", "limits")
+ROWS = ("inproc", "loop", "sdk", "serve", "challenges", "sandbox", "memory", "limits")
 PROMPT = "What's the weather in Paris?"
 
 
@@ -418,6 +418,30 @@ def row_challenges(settings: Settings) -> list[Row]:
     ]
 
 
+# -- row: sandbox ------------------------------------------------------------------------------------
+
+
+def row_sandbox(settings: Settings) -> list[Row]:
+    """What bubblewrap costs learner code (bench/_sandbox.py): against the same in plain processes."""
+    import _sandbox
+
+    why = _sandbox.usable()
+    if why:
+        return [Row("sandbox: bubblewrap", None, "plain processes", "<= 1.2x", None, f"n/a: {why}")]
+    measured = _sandbox.worker_and_dialogue(3 if settings.quick else 5, 5 if settings.quick else 10, 30)
+    (start, talk), (start_p, talk_p) = measured["auto"], measured["process"]
+    runs = _sandbox.catalogue_run(1 if settings.quick else 2)
+    (wall, said), (wall_p, said_p) = runs["auto"], runs["process"]
+    return [
+        Row("sandbox: worker start (fork + import + answer)", start / start_p, "the same, plain processes", "< 2x",
+            start / start_p < 2, f"{start * 1e3:.1f} ms vs {start_p * 1e3:.1f} ms"),
+        Row("sandbox: one dialogue (3 requests over the endpoint)", talk / talk_p, "the same, plain processes",
+            "<= 1.2x", talk / talk_p <= 1.2, f"{talk * 1e3:.2f} ms vs {talk_p * 1e3:.2f} ms"),
+        Row("sandbox: pytest challenges/ --impl solutions", wall / wall_p, "--isolation process", "<= 1.2x",
+            wall / wall_p <= 1.2, f"{wall:.2f} s vs {wall_p:.2f} s ({said}; {said_p})"),
+    ]  # fmt: skip
+
+
 # -- row: memory -------------------------------------------------------------------------------------
 
 
@@ -648,7 +672,8 @@ def main() -> int:
     started = time.perf_counter()
     rows: list[Row] = []
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve,
-                "challenges": row_challenges, "memory": row_memory, "limits": row_limits}  # fmt: skip
+                "challenges": row_challenges, "sandbox": row_sandbox, "memory": row_memory,
+                "limits": row_limits}  # fmt: skip
     for name in ROWS:
         if name in chosen:
             print(f"... {name}", file=sys.stderr, flush=True)

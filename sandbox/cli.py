@@ -143,6 +143,14 @@ def _parser() -> argparse.ArgumentParser:
         help=f"seconds per case (default {GRADE_TIMEOUT:g})",
     )
     grade_.add_argument("--build", default=None, metavar="CMD", help="run CMD once first, e.g. 'go build -o loop .'")
+    grade_.add_argument(
+        "--isolation",
+        choices=("auto", "strict", "process"),
+        default="auto",
+        help="strict: only under bubblewrap (refuse without it); process: plain processes; auto (default): "
+        "bubblewrap when usable",
+    )
+    grade_.add_argument("--grade-as", default=None, metavar="USER", help="grading as root: run the program as USER")
     return parser
 
 
@@ -361,6 +369,12 @@ def _grade(args: argparse.Namespace) -> int:
         raise CommandError(f"--wire {args.wire}: use one or more of {', '.join(PROVIDERS)}, comma-separated.")
     if args.timeout <= 0:
         raise CommandError(f"--timeout {args.timeout}: use a number of seconds above 0.")
+    from .grading.boundary._isolation import IsolationError, choose
+
+    try:
+        isolation = choose(args.isolation, args.grade_as)
+    except IsolationError as error:
+        raise CommandError(str(error)) from None
     root = find_root(args.dir or Path.cwd())
     known = {info.name: info for info in load_challenges(root)} if root else {}
     programs = [known.get(name) or ChallengeInfo(name, Path(name)) for name in CASES]
@@ -379,4 +393,5 @@ def _grade(args: argparse.Namespace) -> int:
         report=args.report,
         build=args.build,
         titles={info.name: info.title for info in chosen},
+        isolation=isolation,
     )

@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 import os
 import shlex
+import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -22,7 +23,8 @@ import pytest
 from ..._catalogue import get_scenario
 from ..._scenario import Scenario
 from ..boundary._endpoint import Endpoint
-from ..boundary._program import ProgramRun, run_program
+from ..boundary._isolation import Isolation
+from ..boundary._program import ProgramRun, Relay, run_program
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
 from ._program_cases import CASES, Case
@@ -49,6 +51,8 @@ class Session:
     limits: Limits
     endpoint: Endpoint
     cwd: str | None = None
+    isolation: Isolation = field(default_factory=lambda: Isolation(False))
+    relay: Relay | None = None
 
 
 class Limits:
@@ -105,8 +109,10 @@ def grade(
     build: str | None = None,
     cwd: str | None = None,
     titles: Mapping[str, str] | None = None,
+    isolation: Isolation | None = None,
 ) -> int:
     """Run every planned case; print the failures and the summary; return the exit status."""
+    isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
         out.write(text + end)
@@ -118,8 +124,14 @@ def grade(
         echo(f"Building: {build}")
     broken = _build(build, cwd) if build else None
     outcomes: dict[str, tuple[str, str]] = {}
+    echo(isolation.notice())
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
-    session = Session(command, Limits(timeout), Endpoint(), cwd)
+    sockets = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
+    folder = Path(sockets.name)
+    folder.chmod(0o755)  # for the unprivileged user the program runs as, when the grader is root
+    endpoint = Endpoint(unix=(folder / "endpoint.sock", "endpoint.sock") if isolation.sandboxed else None)
+    relay = Relay(endpoint.port, folder, "endpoint.sock") if isolation.sandboxed else None
+    session = Session(command, Limits(timeout), endpoint, cwd, isolation, relay)
     try:
         current = ""
         for item in planned:
@@ -133,6 +145,7 @@ def grade(
                 results.record(item.nodeid, outcome, output)
     finally:
         session.endpoint.close()
+        sockets.cleanup()
     echo("")
     _print_failures(planned, outcomes, out)
     tallies: dict[str, Tally] = {}
@@ -210,7 +223,14 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
         refuse=case.refuse,
     )
-    run = talk.run(session.command, limits.deadline(item.challenge), session.endpoint, cwd=session.cwd)
+    run = talk.run(
+        session.command,
+        limits.deadline(item.challenge),
+        session.endpoint,
+        cwd=session.cwd,
+        isolation=session.isolation,
+        relay=session.relay,
+    )
     if run.timed_out:
         limits.record_hang(item.challenge)
     if case.expect == "answer":

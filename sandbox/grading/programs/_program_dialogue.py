@@ -21,7 +21,8 @@ from ..._scenario import Scenario
 from ..._transport import Journal
 from ..._types import ToolCall
 from ..boundary._endpoint import Endpoint
-from ..boundary._program import ProgramRun, run_program
+from ..boundary._isolation import Isolation
+from ..boundary._program import ProgramRun, Relay, run_program
 from ..judge._checks import EXPECT_ERROR, missing_from_report
 from ..judge._clients import Sent
 from ..judge._dialogue import BUDGET
@@ -105,9 +106,18 @@ class ProgramDialogue(Verdicts):
     def actor(self) -> str:
         return "your program"
 
-    def run(self, command: Sequence[str], seconds: float, endpoint: Endpoint, *, cwd: str | None = None) -> ProgramRun:
+    def run(
+        self,
+        command: Sequence[str],
+        seconds: float,
+        endpoint: Endpoint,
+        *,
+        cwd: str | None = None,
+        isolation: Isolation | None = None,
+        relay: Relay | None = None,
+    ) -> ProgramRun:
         """Open this case's door on the grader's endpoint (a secret base URL of its own), run the
-        program against it once, close the door, and read what it sent."""
+        program against it once (`run_program`), close the door, and read what it sent."""
         base = endpoint.open(self)
         try:
             env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
@@ -116,7 +126,7 @@ class ProgramDialogue(Verdicts):
                     self.provider, base, model=self.scenario.name, prompt=self.scenario.prompt, stream=self.stream
                 )
             )
-            result = run_program(command, env, seconds, cwd=cwd)
+            result = run_program(command, env, seconds, cwd=cwd, isolation=isolation, relay=relay)
         finally:
             endpoint.close_door(base)
         self.sent = read_sent(list(self.journal))
