@@ -8,6 +8,7 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
     --impl DIR             grade DIR/<challenge folder name>.py instead of exercise.py
     --report PATH          Gradescope results.json, rewritten after every test
     --challenge-timeout S  the per-test deadline (the request budget is the main guard)
+    --room URL --name NAME post each run's results to a workshop room (`sandbox room`)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .grading._report import ResultsFile
 from .grading._runner import WorkerError, shared_zygote
 from .grading._state import State, digest
 from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+from .room import _plugin as room
 
 __all__ = ["challenge", "sandbox_mock"]
 
@@ -66,6 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write challenge results to PATH in Gradescope's results.json format, updated after every test.",
     )
+    room.add_options(group, lambda group, names, **attrs: _add_option(parser, group, names, **attrs))
     group.addoption(
         "--challenge-timeout",
         dest="sandbox_timeout",
@@ -131,6 +134,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.pluginmanager.register(harness, "sandbox-challenges")
         groups = FailureGroups({nodeid: ref.name for nodeid, ref in refs.items()})
         session.config.pluginmanager.register(groups, "sandbox-failure-groups")
+        reporter = room.reporter_for(session.config, {nodeid: ref.name for nodeid, ref in refs.items()})
+        if reporter is not None:
+            session.config.pluginmanager.register(reporter, "sandbox-room")
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
             harness.implementations.start()
 
