@@ -88,15 +88,64 @@ def _raw_items(body: bytes) -> tuple[str, list[Any]]:
     return model, []
 
 
+def _call(name: object, arguments: object, ident: object) -> str:
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return f"calls {name}({shown})  [{ident}]"
+
+
+def _raw_part(part: object) -> str:
+    """One content part or item of any wire format, as the page's chat shows it."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return json.dumps(part, ensure_ascii=False)
+    kind = part.get("type")
+    if isinstance(part.get("text"), str):  # chat/anthropic/responses text blocks, Gemini text parts
+        return str(part["text"])
+    if kind == "tool_use":
+        return _call(part.get("name"), part.get("input"), part.get("id"))
+    if kind == "tool_result":
+        return f"result for {part.get('tool_use_id')}: {_raw_text(part.get('content'))}"
+    if kind == "function_call":
+        return _call(part.get("name"), part.get("arguments"), part.get("call_id"))
+    if kind == "function_call_output":
+        return f"result for {part.get('call_id')}: {_raw_text(part.get('output'))}"
+    if isinstance(part.get("functionCall"), dict):
+        call = part["functionCall"]
+        return _call(call.get("name"), call.get("args"), call.get("id", ""))
+    if isinstance(part.get("functionResponse"), dict):
+        response = part["functionResponse"]
+        return f"result for {response.get('name')}: {json.dumps(response.get('response'), ensure_ascii=False)}"
+    if kind in ("thinking", "redacted_thinking", "reasoning") or "thoughtSignature" in part:
+        return "(reasoning)"
+    return json.dumps(part, ensure_ascii=False)
+
+
+def _raw_text(content: object) -> str:
+    if isinstance(content, list):
+        return "\n".join(_raw_part(part) for part in content)
+    return _raw_part(content) if content is not None else ""
+
+
 def _raw_entry(item: object, *, mark: str | None = None) -> dict[str, Any]:
-    """A turn the wire format could not read, shown as the JSON it was (the learner's request, not code)."""
-    role = "?"
-    if isinstance(item, dict):
-        role = str(item.get("role") or item.get("type") or "?")[:20]
-    return {"role": role, "text": _clip(json.dumps(item, ensure_ascii=False)), "mark": mark}
+    """A turn the wire format refused, read straight from the learner's JSON (their request, not code)."""
+    if not isinstance(item, dict):
+        return {"role": "?", "text": _clip(json.dumps(item, ensure_ascii=False)), "mark": mark}
+    role = str(item.get("role") or ("tool" if str(item.get("type", "")).endswith("output") else "assistant"))[:20]
+    lines = [_raw_text(item.get("content", item.get("parts")))] if ("content" in item or "parts" in item) else []
+    if "content" not in item and "parts" not in item:
+        lines = [_raw_part(item)]
+    for call in item.get("tool_calls") or ():
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        lines.append(
+            _call(function.get("name"), function.get("arguments"), call.get("id") if isinstance(call, dict) else "")
+        )
+    if item.get("tool_call_id"):
+        lines = [f"result for {item['tool_call_id']}: {' '.join(lines)}"]
+    return {"role": role, "text": _clip("\n".join(line for line in lines if line) or "(empty)"), "mark": mark}
 
 
-_WHERE = re.compile(r"\b(?:messages|input|contents)\[(\d+)\]")
+_WHERE = re.compile(r"\b(?:messages|input|contents)\.?\[(\d+)\]")
 _PATH_MODEL = re.compile(r"/models/([^/:]+)")
 
 
@@ -104,8 +153,8 @@ class Conversations:
     """Turns each exchange of a known learner into the chat the page shows. Owned by the event loop."""
 
     def __init__(self) -> None:
-        self._open: MutableMapping[str, OrderedDict[str, tuple[str, int]]] = {}
-        """learner -> (provider, model, first turn) digest -> (conversation key, turns last time)."""
+        self._open: MutableMapping[str, OrderedDict[str, tuple[str, int, int]]] = {}
+        """learner -> (provider, model, first turn) digest -> (conversation key, turns last time, requests)."""
         self._counter = 0
 
     def record(self, learner: str, exchange: Exchange, at: float) -> tuple[str, dict[str, Any]] | None:
@@ -119,17 +168,17 @@ class Conversations:
         first = json.dumps(items[0], sort_keys=True, ensure_ascii=False) if items else ""
         thread = hashlib.blake2b(f"{exchange.provider}\0{model}\0{first}".encode(), digest_size=8).hexdigest()
         opened = self._open.setdefault(learner, OrderedDict())
-        key, seen = opened.pop(thread, ("", -1))
+        key, seen, requests = opened.pop(thread, ("", -1, 0))
         if not key or len(items) <= seen:
             self._counter += 1
-            key = f"{int(at * 1000):x}-{self._counter}"
-        opened[thread] = (key, len(items))
+            key, requests = f"{int(at * 1000):x}-{self._counter}", 0
+        opened[thread] = (key, len(items), requests + 1)
         while len(opened) > _OPEN_PER_LEARNER:
             opened.popitem(last=False)
-        return key, self._chat(exchange, items, model, at)
+        return key, self._chat(exchange, items, model, at, requests + 1)
 
     @staticmethod
-    def _chat(exchange: Exchange, items: list[Any], model: str, at: float) -> dict[str, Any]:
+    def _chat(exchange: Exchange, items: list[Any], model: str, at: float, requests: int) -> dict[str, Any]:
         error = exchange.error
         rule = error.rule.value if error is not None else None
         conversation = exchange.conversation
@@ -162,8 +211,7 @@ class Conversations:
             "scenario": exchange.scenario,
             "path": exchange.path[:200],
             "updated": at,
-            "requests": sum(1 for entry in entries if entry["role"] in ("assistant", "model"))
-            + (0 if exchange.turn else 1),
+            "requests": requests,
             "entries": entries,
             "outcome": outcome,
         }

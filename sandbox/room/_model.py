@@ -17,11 +17,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Cell", "Learner", "Room", "RoomInputError", "parse_run"]
+__all__ = ["Cell", "Learner", "Room", "RoomInputError", "clean_name", "parse_run"]
 
-NAME = re.compile(r"^[\w .@'-]{1,40}$")
-"""A learner's name: letters (any script), digits, spaces and `.@'-`, at most 40 characters. Anything
-else (markup included) is refused at join, and shown as text on the page all the same."""
+MAX_NAME = 40
+
+
+def clean_name(name: object) -> str | None:
+    """A learner's name with its spaces tidied, or None when it is not one: 1 to 40 printable
+    characters. Anything printable is allowed (names come in every script and shape), so markup in a
+    name is possible, and the page escapes it like everything else a learner sends."""
+    if not isinstance(name, str):
+        return None
+    name = " ".join(name.split())
+    if not 0 < len(name) <= MAX_NAME or not name.isprintable():
+        return None
+    return name
+
+
 CHALLENGE = re.compile(r"^[\w.-]{1,64}$")
 MAX_CHALLENGES = 64
 MAX_FAILURES = 200

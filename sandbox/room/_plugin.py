@@ -24,7 +24,7 @@ from ._link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
 
 __all__ = ["RoomReporter", "add_options", "reporter_for", "scrub"]
 
-_SOURCE_LINE = re.compile(r'^(\s*)File "[^"]*", line \d+, in .*$')
+_SOURCE_LINE = re.compile(r'^(\s*)File "([^"]*)", line \d+, in .*$')
 
 
 def add_options(group: Any, add: Any) -> None:
@@ -49,7 +49,7 @@ def add_options(group: Any, add: Any) -> None:
 
 def scrub(text: str) -> str:
     """`text` without the learner's source: each traceback frame keeps its `File ..., line N` line
-    and loses the line of code under it."""
+    (the file's name only) and loses the line of code under it."""
     out: list[str] = []
     drop_next = False
     for line in text.splitlines():
@@ -57,7 +57,10 @@ def scrub(text: str) -> str:
             drop_next = False
             out.append(line[: len(line) - len(line.lstrip())] + "[your code: not sent to the room]")
             continue
-        drop_next = bool(_SOURCE_LINE.match(line))
+        frame = _SOURCE_LINE.match(line)
+        drop_next = frame is not None
+        if frame is not None:  # the file's name, not where it sits on the learner's disk
+            line = line.replace(frame.group(2), frame.group(2).replace("\\", "/").rsplit("/", 1)[-1], 1)
         out.append(line)
     return "\n".join(out)
 

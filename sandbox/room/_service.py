@@ -24,7 +24,7 @@ from .._engine import Engine, Exchange
 from . import _page
 from ._convo import Conversations
 from ._guard import new_secret
-from ._model import NAME, Room, RoomInputError, parse_run
+from ._model import MAX_NAME, Room, RoomInputError, clean_name, parse_run
 from ._store import Store
 
 __all__ = ["SINK", "Joined", "RecordingEngine", "RoomError", "RoomService"]
@@ -101,15 +101,16 @@ class RoomService:
 
     # -- learners ---------------------------------------------------------------------------------
 
-    async def join(self, name: object, old_token: object = None) -> Joined:
-        if not isinstance(name, str) or not NAME.match(name.strip()):
+    async def join(self, given: object, old_token: object = None) -> Joined:
+        cleaned = clean_name(given)
+        if cleaned is None:
             raise RoomError(
                 400,
                 "bad_name",
-                f"name={str(name)[:60]!r}: use 1 to 40 letters, digits, spaces or .@'- (your name as the "
-                "instructor knows it), e.g. --name 'Ada Lovelace'.",
+                f"name={str(given)[:60]!r}: use 1 to {MAX_NAME} printable characters (your name as the instructor "
+                "knows it), e.g. --name 'Ada Lovelace'.",
             )
-        name = " ".join(name.split())
+        name = cleaned
         now = time.time()
         token, api_key = new_secret("rt-"), new_secret("sk-room-")
         expires = now + self.token_seconds
