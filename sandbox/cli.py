@@ -28,8 +28,6 @@ from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
-from .grading._dialogue import call_key
-from .grading._grade import grade, plan
 from .grading._meta import ChallengeInfo, find_root, load_challenges, select
 from .grading._program_cases import CASES
 from .grading._progress import Progress
@@ -127,6 +125,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--scenario", default=None, help="answer every request with this scenario")
         sub.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
         sub.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+        faults = "faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
+        sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
         room.add_options(sub, flag=sub is serve_)
     grade_ = command(
         "grade",
@@ -261,6 +261,8 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
+    from .grading._dialogue import call_key  # pytest, which only replay and grade need
+
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
     client = skyl.Client(args.provider, transport=door)
@@ -330,7 +332,8 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
-    engine = (room.RecordingEngine if args.room else Engine)(args.scenario, scenarios=scenarios, budget=args.budget)
+    engine_class = room.RecordingEngine if args.room else Engine
+    engine = engine_class(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""
@@ -341,6 +344,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Every request plays scenario {engine.pinned.name!r}.")
         else:
             print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
+        if engine.faults.faults:
+            print(f"  Faults in every conversation: {', '.join(map(repr, engine.faults.faults))}.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()
@@ -355,6 +360,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from .grading._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
+
     if not args.program:
         raise CommandError(
             "sandbox grade needs the program to run after `--`, e.g.: sandbox grade 2 -- ./loop  or  "
