@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.grading._meta import load_challenges
+from sandbox.grading.judge._meta import load_challenges
 from tests.room_server import APPEND_ONCE, TURN_FIRST, Learner, Served, run, serving_room
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

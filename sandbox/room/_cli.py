@@ -17,7 +17,7 @@ from pathlib import Path
 from .._asgi import serve
 from .._engine import Engine
 from .._exceptions import UsageError
-from ..grading._meta import find_root, load_challenges
+from ..grading.judge._meta import find_root, load_challenges
 from ._app import PREFIX, RoomApp
 from ._link import ROOM_ENV, ROOM_NAME_ENV
 from ._service import RecordingEngine, RoomService

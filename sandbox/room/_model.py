@@ -74,7 +74,7 @@ class Learner:
 
 
 def _status(passed: int, failed: int, not_started: int, collected: int) -> str:
-    """The grader's own statuses (`sandbox.grading._summary.Tally.status`), from posted counts."""
+    """The grader's own statuses (`sandbox.grading.judge._summary.Tally.status`), from posted counts."""
     total = passed + failed + not_started
     if not total:
         return "not graded"
