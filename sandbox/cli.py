@@ -150,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"seconds per case (default {GRADE_TIMEOUT:g})",
     )
     grade_.add_argument("--build", default=None, metavar="CMD", help="run CMD once first, e.g. 'go build -o loop .'")
+    room.add_join_options(grade_)
     return parser
 
 
@@ -383,12 +384,16 @@ def _grade(args: argparse.Namespace) -> int:
             choices = "\n".join(f"- {info.number}: {info.name}" for info in programs)
             raise CommandError(f"{found.name} grades Python code only so far. A program is graded on:\n{choices}")
         chosen = [found]
-    return grade(
-        args.program,
-        plan([info.name for info in chosen], providers),
-        out=sys.stdout,
-        timeout=args.timeout,
-        report=args.report,
-        build=args.build,
-        titles={info.name: info.title for info in chosen},
+    return room.around_grade(
+        args,
+        lambda observe: grade(
+            args.program,
+            plan([info.name for info in chosen], providers),
+            out=sys.stdout,
+            timeout=args.timeout,
+            report=args.report,
+            build=args.build,
+            titles={info.name: info.title for info in chosen},
+            observe=observe,
+        ),
     )

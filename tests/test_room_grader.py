@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.room._plugin import scrub
+from sandbox.room._graded import scrub
 from tests.room_server import serving_room
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,3 +120,27 @@ def test_pytest_room_problems_are_one_line(tmp_path: Path, args: tuple[str, ...]
             assert lines == []
         else:
             assert len(lines) == 1 and expected in lines[0] and "grading went on without it" in lines[0], lines
+
+
+def test_sandbox_grade_room_posts_a_programs_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sandbox.cli import main
+    from sandbox.grading.judge._lessons import lesson_for
+    from sandbox.wire import Rule
+
+    monkeypatch.setenv("SANDBOX_ROOM_CACHE", str(tmp_path / "rooms.json"))
+    with serving_room(tmp_path / "room.db") as served:
+        monkeypatch.setenv("SANDBOX_ROOM", served.room)  # restored after the test: `grade` passes it on
+        monkeypatch.setenv("SANDBOX_ROOM_NAME", "Linus")
+        program = [sys.executable, str(ROOT / "tests" / "programs" / "loop.py"), "--mistake", "assistant_text"]
+        status = main(["grade", "2", "--wire", "anthropic", "--name", "Ken", "--", *program])
+        out = capsys.readouterr().out
+        assert status == 1
+        assert "room: this run is on the room's page as 'Ken'" in out
+        (row,) = served.instructor("/api/state").json()["learners"]
+        cell = row["cells"]["02_bounded_loop"]
+        assert (row["name"], cell["status"]) == ("Ken", "failing")
+        assert cell["rules"] == [lesson_for(Rule.RESULT_WITHOUT_TURN).rule]
+        failure = served.instructor("/api/learners/Ken").json()["latest_failure"]
+        assert failure["test"] and "Rule:" in failure["text"]

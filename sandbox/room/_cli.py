@@ -11,20 +11,23 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .._asgi import serve
 from .._engine import Engine
 from .._exceptions import UsageError
 from ..grading.judge._meta import find_root, load_challenges
 from ._app import PREFIX, RoomApp
-from ._link import ROOM_ENV, ROOM_NAME_ENV
+from ._graded import grade_run
+from ._link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
 from ._service import RecordingEngine, RoomService
 from ._store import Store
 
-__all__ = ["RecordingEngine", "add_join_options", "add_options", "join_from", "serve_room"]
+__all__ = ["RecordingEngine", "add_join_options", "add_options", "around_grade", "join_from", "serve_room"]
 
+Observer = Callable[[Sequence[Any], Mapping[str, tuple[str, str]]], None]
 SUMMARY = "Serve the sandbox with a workshop room: a live page of every learner's progress."
 
 
@@ -63,6 +66,23 @@ def join_from(args: argparse.Namespace) -> None:
         os.environ[ROOM_NAME_ENV] = args.name
     if os.environ.get(ROOM_ENV) and not os.environ.get(ROOM_NAME_ENV):
         raise UsageError(f"--room {os.environ[ROOM_ENV]}: say who you are too, with --name 'YOUR NAME'.")
+
+
+def around_grade(args: argparse.Namespace, grade: Callable[[Observer | None], int]) -> int:
+    """`sandbox grade --room URL --name NAME`: join while the cases run, post their verdicts once all
+    are final, and say in one line if the room could not take them. The exit status is the grader's."""
+    join_from(args)
+    url, name = os.environ.get(ROOM_ENV), os.environ.get(ROOM_NAME_ENV)
+    if not url or not name:
+        return grade(None)
+    link = RoomLink(url, name)
+
+    def observe(planned: Sequence[Any], outcomes: Mapping[str, tuple[str, str]]) -> None:
+        link.post(grade_run(planned, outcomes))
+
+    status = grade(observe)
+    link.finish(print)
+    return status
 
 
 def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], None]) -> int:

@@ -58,7 +58,8 @@ def board(snapshot: dict[str, Any]) -> str:
     """The learners x challenges table."""
     challenges = [item["name"] for item in snapshot["challenges"]]
     head = "".join(
-        f'<th title="{_e(item["name"])}: {_e(item["title"])}">{_e(_short(item["name"]))}</th>'
+        f'<th class="challenge" title="{_e(item["name"])}: {_e(item["title"])}">{_e(_short(item["name"]))}'
+        f'<span class="title">{_e(item["title"] or item["name"])}</span></th>'
         for item in snapshot["challenges"]
     )
     rows = []
@@ -81,13 +82,13 @@ def board(snapshot: dict[str, Any]) -> str:
             f'<th class="name" scope="row"><button type="button" class="who" data-name="{_e(learner["name"])}">'
             f"{_e(learner['name'])}</button> {''.join(flags)}</th>"
             f"{cells}"
-            f'<td class="done">{learner["passed"]}/{len(challenges)}</td><td class="since">{since}</td></tr>'
+            f'<td class="since">{since}</td></tr>'
         )
     if not rows:
-        rows.append(f'<tr><td class="empty" colspan="{len(challenges) + 3}">No learner has joined yet.</td></tr>')
+        rows.append(f'<tr><td class="empty" colspan="{len(challenges) + 2}">No learner has joined yet.</td></tr>')
     return (
         '<table class="board"><thead><tr><th class="name">Learner</th>'
-        f"{head}<th>done</th><th>last run</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{head}<th>last run</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
@@ -103,7 +104,8 @@ def rules(snapshot: dict[str, Any]) -> str:
         items.append(
             f'<li class="rule" title="{_e(names)}"><div class="count">{item["learners"]}</div>'
             f'<div class="what"><div class="text">{_e(item["rule"])}</div>'
-            f'<div class="where">{_e(", ".join(item["challenges"]))}</div>'
+            f'<div class="where" title="{_e(", ".join(item["challenges"]))}">'
+            f"in {_e(', '.join(_short(name) for name in item['challenges']))}</div>"
             f'<div class="bar"><span class="w{width // 10}"></span></div></div></li>'
         )
     return f'<ol class="rules">{"".join(items)}</ol>'
@@ -182,8 +184,8 @@ def page(snapshot: dict[str, Any], *, join_line: str, loop_line: str) -> str:
   <div id="summary" class="summary">{summary(snapshot)}</div>
   <div id="live" class="live" title="live updates">connecting…</div>
 </header>
-<section class="join">Join: <code id="join-line">{_e(join_line)}</code>
-  <span class="loops">Your own loop: <code>{_e(loop_line)}</code></span></section>
+<section class="join"><div>Join: <code id="join-line">{_e(join_line)}</code></div>
+  <div class="loops">Your own loop: <code>{_e(loop_line)}</code></div></section>
 <main>
   <section class="left"><div id="board">{board(snapshot)}</div>
     <p class="legend"><span class="cell passed">✓</span> passed <span class="cell failing">1/4</span> failing

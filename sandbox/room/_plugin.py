@@ -13,18 +13,16 @@ judge), never in the worker that runs learner code, after every verdict is final
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Generator, Mapping
 from typing import Any
 
 import pytest
 
 from ..grading import NotStarted
+from ._graded import scrub
 from ._link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
 
-__all__ = ["RoomReporter", "add_options", "reporter_for", "scrub"]
-
-_SOURCE_LINE = re.compile(r'^(\s*)File "([^"]*)", line \d+, in .*$')
+__all__ = ["RoomReporter", "add_options", "reporter_for"]
 
 
 def add_options(group: Any, add: Any) -> None:
@@ -45,24 +43,6 @@ def add_options(group: Any, add: Any) -> None:
         default=None,
         help=f"your name in the room (or ${ROOM_NAME_ENV}).",
     )
-
-
-def scrub(text: str) -> str:
-    """`text` without the learner's source: each traceback frame keeps its `File ..., line N` line
-    (the file's name only) and loses the line of code under it."""
-    out: list[str] = []
-    drop_next = False
-    for line in text.splitlines():
-        if drop_next and line.strip():
-            drop_next = False
-            out.append(line[: len(line) - len(line.lstrip())] + "[your code: not sent to the room]")
-            continue
-        frame = _SOURCE_LINE.match(line)
-        drop_next = frame is not None
-        if frame is not None:  # the file's name, not where it sits on the learner's disk
-            line = line.replace(frame.group(2), frame.group(2).replace("\\", "/").rsplit("/", 1)[-1], 1)
-        out.append(line)
-    return "\n".join(out)
 
 
 def reporter_for(config: pytest.Config, challenge_of: Mapping[str, str]) -> RoomReporter | None:
