@@ -19,8 +19,12 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 WAITING = b"Waiting for you to save"
@@ -30,12 +34,14 @@ def workspace(where: Path, mistake: str) -> Path:
     """`where/challenges`, every exercise the reference solution except 02's, which is `mistake` (a
     mutant directory): `sandbox watch` stops there. Returns the challenges folder."""
     challenges = where / "challenges"
-    shutil.copytree(ROOT / "challenges", challenges, ignore=shutil.ignore_patterns(".sandbox-state.json", "__pycache__"))
+    ignored = shutil.ignore_patterns(".sandbox-state.json", "__pycache__")
+    shutil.copytree(ROOT / "challenges", challenges, ignore=ignored)
     for folder in challenges.iterdir():
         solution = ROOT / "solutions" / f"{folder.name}.py"
         if solution.exists():
             shutil.copy(solution, folder / "exercise.py")
-    shutil.copy(ROOT / "tests" / "mutants" / mistake / "02_bounded_loop.py", challenges / "02_bounded_loop" / "exercise.py")
+    mutant = ROOT / "tests" / "mutants" / mistake / "02_bounded_loop.py"
+    shutil.copy(mutant, challenges / "02_bounded_loop" / "exercise.py")
     options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
     config = "\n".join(f"{key} = {_toml(value)}" for key, value in options.items() if key != "testpaths")
     (where / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{config}\n", encoding="utf-8")

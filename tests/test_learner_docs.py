@@ -4,8 +4,13 @@ runs, and what they say a provider reports is what skyl reports."""
 from __future__ import annotations
 
 import re
-import tomllib
+import sys
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 import sandbox
 from sandbox import skyl

@@ -1,4 +1,10 @@
-"""Reference solution for challenge 05: rebuild each streamed turn, then loop as usual."""
+"""Breaks "There is no resp.message on a stream: rebuild the turn from the events you saw": a call's
+joined fragments go to json.loads with no guard, so a call without arguments, which Anthropic streams
+as one empty fragment (skyl sends no ToolCallDelta for it), crashes the collector on "".
+
+Caught by test_collect_stream_rebuilds_the_turn[no_arguments-anthropic] and
+test_complete_streams_every_turn[no_arguments-anthropic].
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Correct: starts a task per call, then awaits the tasks in call order (they already run concurrently); a task that failed is answered with is_error=True."""
+"""Correct: starts a task per call, then awaits the tasks in call order (they already run concurrently);
+a task that failed is answered with is_error=True."""
 
 from __future__ import annotations
 
