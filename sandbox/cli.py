@@ -27,8 +27,6 @@ from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
-from .grading._dialogue import call_key
-from .grading._grade import grade, plan
 from .grading._meta import ChallengeInfo, find_root, load_challenges, select
 from .grading._program_cases import CASES
 from .grading._progress import Progress
@@ -251,6 +249,8 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
+    from .grading._dialogue import call_key  # pytest, which only replay and grade need
+
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
     client = skyl.Client(args.provider, transport=door)
@@ -343,6 +343,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from .grading._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
+
     if not args.program:
         raise CommandError(
             "sandbox grade needs the program to run after `--`, e.g.: sandbox grade 2 -- ./loop  or  "
