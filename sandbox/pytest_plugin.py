@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._exceptions import ScenarioError
 from .grading import Challenge
 from .grading._challenge import Deadlines, Implementations
 from .grading._feedback import NotStarted
@@ -91,7 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "sandbox(scenario=None, budget=50): how the `sandbox_mock` fixture mounts the sandbox for this test.",
+        "sandbox(scenario=None, budget=50, faults=None): how the `sandbox_mock` fixture mounts the sandbox "
+        "for this test.",
     )
     config.stash[_DESELECTED] = set()
     impl = config.getoption("sandbox_impl")
@@ -163,15 +165,20 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
     options = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
         options.setdefault("scenario", marker.args[0])
-    unknown = sorted(set(options) - {"scenario", "budget"})
+    unknown = sorted(set(options) - {"scenario", "budget", "faults"})
     if unknown:
         pytest.fail(
-            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario= and budget=.",
+            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario=, budget= "
+            "and faults=.",
             pytrace=False,
         )
     from ._mock import mock  # respx, loaded only by the tests that mount the sandbox
 
-    with mock(**options) as mounted:
+    try:
+        mounted = mock(**options)
+    except ScenarioError as error:
+        pytest.fail(f"@pytest.mark.sandbox: {error}", pytrace=False)
+    with mounted:
         yield mounted
 
 
