@@ -27,11 +27,11 @@ from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
-from .grading._meta import ChallengeInfo, find_root, load_challenges, select
-from .grading._program_cases import CASES
-from .grading._progress import Progress
-from .grading._state import State
-from .grading._transcript import describe_call, describe_message, quote
+from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading.judge._progress import Progress
+from .grading.judge._state import State
+from .grading.judge._transcript import describe_call, describe_message, quote
+from .grading.programs._program_cases import CASES
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -252,7 +252,7 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
-    from .grading._dialogue import call_key  # pytest, which only replay and grade need
+    from .grading.judge._dialogue import call_key  # pytest, which only replay and grade need
 
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
@@ -348,7 +348,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .grading._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
+    from .grading.programs._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
 
     if not args.program:
         raise CommandError(

@@ -22,14 +22,15 @@ import pytest
 
 from ._exceptions import ScenarioError
 from .grading import Challenge
-from .grading._challenge import Deadlines, Implementations
-from .grading._feedback import NotStarted
-from .grading._grouping import FailureGroups
-from .grading._meta import HINTS_FILE, challenge_folder, load_challenges
-from .grading._report import ResultsFile
-from .grading._runner import WorkerError, shared_zygote
-from .grading._state import State, digest
-from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+from .grading.boundary._implementations import Implementations
+from .grading.boundary._runner import WorkerError, shared_zygote
+from .grading.judge._challenge import Deadlines
+from .grading.judge._feedback import NotStarted
+from .grading.judge._grouping import FailureGroups
+from .grading.judge._meta import HINTS_FILE, challenge_folder, load_challenges
+from .grading.judge._report import ResultsFile
+from .grading.judge._state import State, digest
+from .grading.judge._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
 if TYPE_CHECKING:
     from ._mock import SandboxMock

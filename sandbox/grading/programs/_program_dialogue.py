@@ -16,24 +16,24 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .._engine import Engine
-from .._scenario import Scenario
-from .._transport import Journal
-from .._types import ToolCall
-from ._checks import EXPECT_ERROR, missing_from_report
-from ._clients import Sent
+from ..._engine import Engine
+from ..._scenario import Scenario
+from ..._transport import Journal
+from ..._types import ToolCall
+from ..boundary._endpoint import Endpoint
+from ..boundary._program import ProgramRun, run_program
+from ..judge._checks import EXPECT_ERROR, missing_from_report
+from ..judge._clients import Sent
+from ..judge._dialogue import BUDGET
+from ..judge._feedback import Feedback
+from ..judge._lessons import BOUND, CONCURRENT, END, REPORT, STREAM, TOOL_FAILED, Lesson
+from ..judge._probe import ConcurrencyProbe
+from ..judge._refusal import refusal, refusal_text
+from ..judge._transcript import describe_call, quote
+from ..judge._verdicts import Verdicts
 from ._contract import environment
-from ._dialogue import BUDGET
-from ._endpoint import Endpoint
-from ._feedback import Feedback
-from ._lessons import BOUND, CONCURRENT, END, REPORT, STREAM, TOOL_FAILED, Lesson
-from ._probe import ConcurrencyProbe
-from ._program import ProgramRun, run_program
-from ._refusal import refusal, refusal_text
 from ._sent import read_sent
 from ._tooldesk import ToolDesk, scripted_key
-from ._transcript import describe_call, quote
-from ._verdicts import Verdicts
 
 __all__ = ["ProgramDialogue"]
 

@@ -9,20 +9,19 @@ bytes match what the sandbox received.)
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 import httpx
 
-from .._collect import StreamCollector
-from .._types import Message, Request, Response
-from ..skyl import AsyncClient, Client
-from ..wire import get_wire_format
-from ..wire._sse import SSEParser
-from ._marshal import read_value
+from ..._collect import StreamCollector
+from ..._types import Message, Request, Response
+from ...skyl import AsyncClient, Client
+from ...wire import get_wire_format
+from ...wire._sse import SSEParser
+from ..boundary._marshal import body_digest, read_value
 
-__all__ = ["RecordingAsyncClient", "RecordingClient", "Sent", "StreamHandle", "body_digest", "reference_turn"]
+__all__ = ["RecordingAsyncClient", "RecordingClient", "Sent", "StreamHandle", "reference_turn"]
 
 
 class Sent(dict[bytes, tuple[Message, ...]]):
@@ -48,11 +47,6 @@ class Sent(dict[bytes, tuple[Message, ...]]):
         messages = tuple(read_value(message) for message in data)
         self[body] = messages
         return messages
-
-
-def body_digest(body: bytes) -> str:
-    """How a worker's note names the request body it describes."""
-    return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
 class RecordingClient(Client):

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from ..wire import PROVIDERS
+from ...wire import PROVIDERS
 from ._feedback import mistake_of
 
 __all__ = ["FailureGroups", "same_mistake_lines"]

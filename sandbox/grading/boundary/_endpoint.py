@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._engine import DEFAULT_MAX_BODY
+from ..._engine import DEFAULT_MAX_BODY
 
 __all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 

@@ -9,19 +9,19 @@ same neutral messages the wire format would have produced.
 
 from __future__ import annotations
 
-from .._engine import Exchange
-from .._types import Message
-from ..wire import route
-from ..wire.anthropic._body import Invalid, load_json
-from ..wire.anthropic._parse import to_neutral as _anthropic_neutral
-from ..wire.anthropic._validate import validate_schema
-from ..wire.gemini._body import Rejection as GeminiRejection
-from ..wire.gemini._parse import to_neutral as _gemini_neutral
-from ..wire.gemini._validate import merge_model_runs, read_request
-from ..wire.openai_chat._parse import neutral_message
-from ..wire.openai_chat._validate import Rejection as ChatRejection
-from ..wire.openai_chat._validate import load_body
-from ._clients import Sent
+from ..._engine import Exchange
+from ..._types import Message
+from ...wire import route
+from ...wire.anthropic._body import Invalid, load_json
+from ...wire.anthropic._parse import to_neutral as _anthropic_neutral
+from ...wire.anthropic._validate import validate_schema
+from ...wire.gemini._body import Rejection as GeminiRejection
+from ...wire.gemini._parse import to_neutral as _gemini_neutral
+from ...wire.gemini._validate import merge_model_runs, read_request
+from ...wire.openai_chat._parse import neutral_message
+from ...wire.openai_chat._validate import Rejection as ChatRejection
+from ...wire.openai_chat._validate import load_body
+from ..judge._clients import Sent
 
 __all__ = ["read_sent", "sent_messages"]
 

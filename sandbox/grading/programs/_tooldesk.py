@@ -11,8 +11,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._scenario import Call, Scenario
-from .._transport import Journal
+from ..._scenario import Call, Scenario
+from ..._transport import Journal
 
 __all__ = ["ToolDesk", "ToolReply", "scripted_key"]
 

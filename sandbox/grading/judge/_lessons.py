@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..wire import Rule
+from ...wire import Rule
 
 __all__ = [
     "APPEND",

@@ -15,18 +15,20 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import enum
+import hashlib
 import reprlib
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import skyl
+from ... import skyl
 
 __all__ = [
     "Opaque",
     "RemoteError",
     "UnreadableValue",
+    "body_digest",
     "error_from_data",
     "error_to_data",
     "from_data",
@@ -258,6 +260,12 @@ def _frames(data: Any) -> list[tuple[Any, Any, Any, Any]]:
         for frame in data[:_FRAMES]
         if isinstance(frame, list) and len(frame) == 4 and isinstance(frame[1], int)
     ]
+
+
+def body_digest(body: bytes) -> str:
+    """How a worker's note names the request body it describes (the grader keeps the note only if the
+    sandbox received those bytes)."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
 def learner_frames(error: BaseException, source: Path) -> list[traceback.FrameSummary]:

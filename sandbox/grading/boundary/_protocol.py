@@ -12,10 +12,17 @@ import struct
 import threading
 from typing import Any
 
-__all__ = ["MAX_FRAME", "BrokenFrame", "FrameBuffer", "encode", "receive", "send"]
+__all__ = ["MAX_FRAME", "BrokenFrame", "FrameBuffer", "ImplementationError", "encode", "receive", "send"]
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024
+
+
+class ImplementationError(Exception):
+    """The implementation file is missing or does not import; the message says which line and why.
+
+    Raised by the worker's loader, whose message travels in a `loaded` reply, and by the grader when
+    the import hangs or ends the worker."""
 
 
 class BrokenFrame(Exception):

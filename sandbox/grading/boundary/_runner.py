@@ -1,6 +1,6 @@
 """Run learner code in worker processes, from the grader's side: spawn, send, wait, kill.
 
-Learner code never runs in the grader's process: a `Worker` (forked by the `Zygote`, see `_worker`)
+Learner code never runs in the grader's process: a `Worker` (forked by the `Zygote`, see `learner._zygote`)
 imports the learner's module and runs each call; the grader waits for its answer under a deadline
 and kills the worker's whole process group when it passes. A worker that dies, hangs or answers
 nonsense fails the test it was serving; the next test gets a fresh one. What the learner's code
@@ -82,7 +82,7 @@ def _environment() -> dict[str, str]:
 
 
 class Zygote:
-    """The process that forks workers (see `_worker`). Start it early: it imports skyl once for all."""
+    """The process that forks workers (see `learner._zygote`). Start it early: it imports skyl once for all."""
 
     def __init__(self) -> None:
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
@@ -95,7 +95,9 @@ class Zygote:
         # The only thing on the workers' path: the package, not the folder around it (solutions/, tests/).
         (home / "sandbox").symlink_to(Path(sandbox.__file__).resolve().parent, target_is_directory=True)
         mine, theirs = socket.socketpair()
-        code = f"import sys; sys.path.insert(0, {str(home)!r}); from sandbox.grading._worker import main; main()"
+        code = (
+            f"import sys; sys.path.insert(0, {str(home)!r}); from sandbox.grading.learner._zygote import main; main()"
+        )
         self._errors = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-I", "-u", "-c", code, str(theirs.fileno())],

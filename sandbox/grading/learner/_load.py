@@ -13,11 +13,9 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+from ..boundary._protocol import ImplementationError
+
 __all__ = ["ImplementationError", "load_implementation"]
-
-
-class ImplementationError(Exception):
-    """The implementation file is missing or does not import; the message says which line and why."""
 
 
 def module_name(path: Path) -> str:

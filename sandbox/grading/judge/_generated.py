@@ -27,9 +27,9 @@ import dataclasses
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from .._scenario import Scenario
-from .._types import StopReason
-from ..strategies import plausible_arguments, plausible_tool_names, scenarios
+from ..._scenario import Scenario
+from ..._types import StopReason
+from ...strategies import plausible_arguments, plausible_tool_names, scenarios
 
 __all__ = ["EXAMPLES", "GRADING", "runaways", "tasks"]
 

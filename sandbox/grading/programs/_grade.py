@@ -19,14 +19,14 @@ from typing import TextIO
 
 import pytest
 
-from .._catalogue import get_scenario
-from .._scenario import Scenario
-from ._endpoint import Endpoint
-from ._program import ProgramRun, run_program
+from ..._catalogue import get_scenario
+from ..._scenario import Scenario
+from ..boundary._endpoint import Endpoint
+from ..boundary._program import ProgramRun, run_program
+from ..judge._report import ResultsFile
+from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
 from ._program_cases import CASES, Case
 from ._program_dialogue import ProgramDialogue
-from ._report import ResultsFile
-from ._summary import FAILED, PASSED, Tally, challenge_lines
 
 __all__ = ["Planned", "grade", "plan"]
 
@@ -168,7 +168,7 @@ def _judge_generated(session: Session, item: Planned) -> None:
 
     # Through sys.modules, as `sandbox.grading.__getattr__` does: a package attribute could be a copy
     # built on a hypothesis that an in-process pytest run has since dropped.
-    _generated = importlib.import_module(f"{__package__}._generated")
+    _generated = importlib.import_module("..judge._generated", __package__)
     grading: settings = _generated.GRADING
     strategy = getattr(_generated, item.case.generated)(**item.case.options)
 

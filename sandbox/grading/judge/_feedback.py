@@ -14,8 +14,8 @@ from typing import NoReturn
 
 import pytest
 
+from ..boundary._marshal import learner_frames
 from ._lessons import Lesson
-from ._marshal import learner_frames
 
 __all__ = ["Feedback", "NotStarted", "Verdict", "learner_traceback", "mistake_of"]
 
