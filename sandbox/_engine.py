@@ -194,8 +194,10 @@ class Engine:
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
             _check_size(wire, conversation)
-            if cloud is not None and self.pinned is None and conversation.model not in self.scenarios:
-                raise clouds.not_found(cloud)
+            if cloud is not None:
+                if self.pinned is None and conversation.model not in self.scenarios:
+                    raise clouds.not_found(cloud)
+                conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
             if exchange.turn is not None and exchange.delivers_turn:
                 self.kept.keep(expanded, wire, conversation, exchange.turn)

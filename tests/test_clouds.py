@@ -311,3 +311,50 @@ def test_a_cloud_request_is_journaled_at_the_path_the_client_sent() -> None:
     (exchange,) = transport.journal
     assert (exchange.path, exchange.status, exchange.provider, exchange.scenario) == (path, 200, "openai", "plain_text")
     assert json.loads(exchange.request_body)["model"] == "plain_text"
+
+
+@pytest.mark.parametrize(
+    ("mangle", "vertex_says", "gemini_says"),
+    [
+        (
+            lambda part: part.pop("thoughtSignature"),
+            "Unable to submit request because function call `default_api:get_weather` in the 2. content block is "
+            "missing a `thought_signature`. Learn more: "
+            "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures",
+            "Function call is missing a thought_signature in functionCall parts.",
+        ),
+        (
+            lambda part: part.update(thoughtSignature="c2lnbmVkIGJ5IGhhbmQ="),
+            "Unable to submit request because Thought signature is not valid.. Learn more: "
+            "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini",
+            "Corrupted thought signature.",
+        ),
+    ],
+    ids=["missing-signature", "forged-signature"],
+)
+def test_vertex_words_the_thought_signature_rules_its_own_way(
+    mangle: Callable[[dict[str, Any]], object], vertex_says: str, gemini_says: str
+) -> None:
+    scenario = sandbox.get_scenario("single_call_reasoning")
+    tools = [
+        {
+            "functionDeclarations": [
+                {"name": t.name, "description": t.description, "parameters": t.parameters} for t in scenario.tools
+            ]
+        }
+    ]
+    first = {"contents": [{"role": "user", "parts": [{"text": scenario.prompt}]}], "tools": tools}
+    path = VERTEX_GEMINI.format(model=scenario.name)
+    bearer = {"authorization": "Bearer tok"}
+    turn = _post(path, first, headers=bearer).json()["candidates"][0]["content"]
+    call = next(part for part in turn["parts"] if "functionCall" in part)
+    mangle(call)
+    result = {"functionResponse": {"name": "get_weather", "response": {"result": "18C, clear"}}}
+    second = {**first, "contents": [*first["contents"], turn, {"role": "user", "parts": [result]}]}
+    through_vertex = _post(path, second, headers=bearer)
+    assert through_vertex.status_code == 400
+    assert through_vertex.json()["error"]["message"] == vertex_says
+    direct = httpx.Client(transport=sandbox.transport()).post(
+        f"https://generativelanguage.googleapis.com/v1beta/models/{scenario.name}:generateContent", json=second
+    )
+    assert direct.json()["error"]["message"].startswith(gemini_says)
