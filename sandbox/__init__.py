@@ -14,13 +14,14 @@ sessions run in-process, as instructors' meta-tests do); it has no asserts to re
 from __future__ import annotations
 
 from . import skyl
-from ._asgi import SandboxApp, serve
+from ._asgi import SandboxApp
 from ._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
 from ._mock import PROVIDER_HOSTS, SandboxMock, mock
 from ._scenario import Call, Scenario, Step, is_usable
 from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
+from .server import serve
 from .wire import PROVIDERS, Rule
 
 __all__ = [

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -23,7 +24,6 @@ from pathlib import Path
 from typing import NoReturn
 
 from . import _catalogue, skyl
-from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
@@ -34,6 +34,7 @@ from .grading._program_cases import CASES
 from .grading._progress import Progress
 from .grading._state import State
 from .grading._transcript import describe_call, describe_message, quote
+from .server import serve
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -120,6 +121,12 @@ def _parser() -> argparse.ArgumentParser:
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+    serve_.add_argument(
+        "--cors-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)",
+    )
     grade_ = command(
         "grade",
         "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",
@@ -320,6 +327,12 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
+    for origin in args.cors_origin or ():
+        if not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise CommandError(
+                f"--cors-origin {origin}: an origin is a scheme and a host, with the port if any and no path, "
+                "as a browser sends it: e.g. --cors-origin http://localhost:3000"
+            )
     engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget)
 
     def banner() -> None:
@@ -335,7 +348,7 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()
 
-    serve(engine, host=args.host, port=args.port, ready=banner)
+    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin or ("*",), ready=banner)
     return 0
 
 
