@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from ._engine import Engine
+from .faults._delivery import asgi_deliver
 from .server import Front, Reply, sender_of
 
 __all__ = ["BODY_TIMEOUT", "SandboxApp"]
@@ -96,6 +97,9 @@ async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, int]:
 
 async def _send(send: Send, reply: Reply) -> None:
     headers = {**reply.headers, "connection": "close"} if reply.close else reply.headers
+    if reply.delivery is not None:  # a scripted fault: slowed, or the connection cut
+        await asgi_deliver(send, reply.status, dict(headers), reply.chunks, reply.delivery)
+        return
     raw_headers = [(name.encode(), value.encode()) for name, value in headers.items()]
     await send({"type": "http.response.start", "status": reply.status, "headers": raw_headers})
     last = len(reply.chunks) - 1

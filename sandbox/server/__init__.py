@@ -2,6 +2,7 @@
 
     _answer      what a door answers around the engine (health, HEAD, CORS, encodings, limits): no sockets
     _connection  one connection: httptools parsing, deadlines, one write per answer, lingering close
+    _cycle       a request run through an ASGI app on a connection (the room's; a fault's delivery)
     _framing     an answer as the bytes of one write
     _pool        the open connections, capped by the open-file limit; the sweep that runs deadlines
     _serve       the listening socket, the loop, signals, graceful shutdown
@@ -11,7 +12,7 @@ The ASGI app (`sandbox.SandboxApp`) answers through the same `_answer.Front`, so
 
 from __future__ import annotations
 
-from ._answer import Front, Reply, sender_of
+from ._answer import Front, Reply, cors_origins_of, sender_of
 from ._serve import QuietLog, background, serve
 
-__all__ = ["Front", "QuietLog", "Reply", "background", "sender_of", "serve"]
+__all__ = ["Front", "QuietLog", "Reply", "background", "cors_origins_of", "sender_of", "serve"]

@@ -23,13 +23,16 @@ do, and where it is documented:
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .._engine import Engine, Exchange
+from .._exceptions import UsageError
+from ..faults import Delivery
 
-__all__ = ["INLINE_BYTES", "Front", "Reply", "sender_of"]
+__all__ = ["INLINE_BYTES", "Front", "Reply", "cors_origins_of", "sender_of"]
 
 INLINE_BYTES = 64 * 1024
 """Bodies up to this size are answered on the event loop (well under a millisecond of engine work);
@@ -54,11 +57,25 @@ class Reply:
     chunks: tuple[bytes, ...]
     close: bool = False
     """Close the connection after this answer (the rest of the request was not read)."""
+    delivery: Delivery | None = None
+    """A scripted fault's way of sending it: slowed, or cut (see `sandbox.faults`)."""
 
     @property
     def streamed(self) -> bool:
         """More than one piece: sent with chunked framing, as the real APIs stream."""
         return len(self.chunks) > 1
+
+
+def cors_origins_of(given: Iterable[str] | None) -> tuple[str, ...]:
+    """`--cors-origin` values checked: each a scheme and a host (and port), as a browser sends it."""
+    origins = tuple(given or ("*",))
+    for origin in origins:
+        if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise UsageError(
+                f"--cors-origin {origin}: an origin is a scheme and a host, with the port if any and no path, "
+                "as a browser sends it: e.g. --cors-origin http://localhost:3000"
+            )
+    return origins
 
 
 def sender_of(client: tuple[str, int] | None) -> str:
@@ -113,7 +130,9 @@ class Front:
         if path == _ANTHROPIC_PATH and "origin" in headers and headers.get(_BROWSER_HEADER, "").lower() != "true":
             refusal = self.engine.refuse(method, path, 401, f"CORS requests must set '{_BROWSER_HEADER}' header")
             return Reply(refusal.status, refusal.headers, refusal.chunks)  # no CORS headers, as the API
-        exchange = self.engine.handle("GET" if method == "HEAD" else method, path, body, client=sender, query=query)
+        exchange = self.engine.handle(
+            "GET" if method == "HEAD" else method, path, body, client=sender, query=query, headers=headers
+        )
         return self._reply(method, headers, exchange)
 
     # -- the pieces ------------------------------------------------------------------------------------
@@ -155,7 +174,7 @@ class Front:
         if method == "HEAD":
             out["content-length"] = str(sum(map(len, chunks)))
             chunks = ()
-        return Reply(exchange.status, out, chunks, close)
+        return Reply(exchange.status, out, chunks, close, exchange.delivery)
 
     def _allowed(self, origin: str) -> bool:
         return self.any_origin or origin in self.origins

@@ -30,7 +30,9 @@ from typing import Any, cast
 
 import httptools
 
+from ..faults._delivery import asgi_deliver
 from ._answer import Front, Reply, sender_of
+from ._cycle import ASGIApp, Cycle
 from ._framing import encode
 from ._pool import Pool
 
@@ -59,7 +61,7 @@ class Limits:
 
 
 @dataclass
-class _Request:
+class Request:
     method: str
     path: str
     query: str
@@ -78,18 +80,20 @@ class _Stop(Exception):
 class Connection(asyncio.Protocol):
     """One client's connection. `connections` is the server's set of them (for shutdown)."""
 
-    def __init__(self, front: Front, limits: Limits, connections: Pool) -> None:
+    def __init__(self, front: Front, limits: Limits, connections: Pool, app: ASGIApp | None = None) -> None:
         self.front = front
+        self.app = app
+        """An ASGI app that answers every request (the room's, around the sandbox's); None: `front`."""
         self.limits = limits
         self.connections = connections
         self.loop = asyncio.get_running_loop()
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.peer = ""
-        self.queue: deque[_Request] = deque()
-        self.busy: _Request | None = None
+        self.queue: deque[Request] = deque()
+        self.busy: Request | None = None
         """The request being answered (by the engine, or in a worker thread)."""
-        self.current: _Request | None = None
+        self.current: Request | None = None
         self.closing = False
         """No more requests: the server is shutting down, or the client asked to close."""
         self.write_paused = False
@@ -111,6 +115,11 @@ class Connection(asyncio.Protocol):
         """Idle after an answer: the first byte of a next head turns the keep-alive deadline into
         the head deadline."""
         self._socket: Any = None
+        self.peername: tuple[str, int] | None = None
+        self.sockname: tuple[str, int] | None = None
+        self.cycle: Cycle | None = None
+        self._drained = asyncio.Event()
+        self._drained.set()
 
     # -- the transport's calls ------------------------------------------------------------------------
 
@@ -118,6 +127,8 @@ class Connection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio.Transport subclass
         self.peer = sender_of(transport.get_extra_info("peername"))
         self._socket = transport.get_extra_info("socket")
+        self.peername = transport.get_extra_info("peername")
+        self.sockname = transport.get_extra_info("sockname")
         self.connections.add(self)
         self._answered = self._now()
         self._set(self.limits.head_timeout, self._cut_silent)
@@ -156,11 +167,13 @@ class Connection(asyncio.Protocol):
     def pause_writing(self) -> None:
         """The client reads slower than we write: stop reading its next requests until it catches up."""
         self.write_paused = True
+        self._drained.clear()
         if self.transport is not None and not self.lingering:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        self._drained.set()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
             self._next()
@@ -170,6 +183,9 @@ class Connection(asyncio.Protocol):
         self.connections.discard(self)
         self.queue.clear()
         self.parser = None  # type: ignore[assignment]  # it holds this object: no cycle left for the GC
+        self._drained.set()
+        if self.cycle is not None:
+            self.cycle.gone.set()
 
     # -- the parser's calls ---------------------------------------------------------------------------
 
@@ -202,7 +218,7 @@ class Connection(asyncio.Protocol):
         path = url.path.decode("latin-1")
         if "%" in path:
             path = urllib.parse.unquote(path)
-        request = _Request(
+        request = Request(
             method,
             path,
             (url.query or b"").decode("latin-1"),
@@ -212,6 +228,8 @@ class Connection(asyncio.Protocol):
         )
         self.current = request
         request.reply = self.front.early(method, path, request.headers)
+        if request.reply is not None and self.app is not None and not request.reply.close:
+            request.reply = None  # the app answers it (only a refused body is refused here)
         if request.reply is not None and request.reply.close:
             self._answer_now(request, request.reply)
             raise _Stop
@@ -251,13 +269,17 @@ class Connection(asyncio.Protocol):
             self._send(request, request.reply)
             return
         body = b"".join(request.body)
+        if self.app is not None:
+            self.busy = request
+            self.loop.create_task(self._run_app(self.app, request, body))
+            return
         if self.front.heavy(body, request.headers):
             self.busy = request
             self.loop.create_task(self._in_thread(request, body))
             return
         self._send(request, self._answer(request, body))
 
-    def _answer(self, request: _Request, body: bytes) -> Reply:
+    def _answer(self, request: Request, body: bytes) -> Reply:
         try:
             return self.front.answer(request.method, request.path, request.query, request.headers, body, self.peer)
         except Exception as exc:  # noqa: BLE001 - a connection must answer, whatever went wrong
@@ -265,19 +287,66 @@ class Connection(asyncio.Protocol):
             message = json.dumps({"error": {"message": f"sandbox internal error: {type(exc).__name__}"}}).encode()
             return Reply(500, {"content-type": "application/json"}, (message,))
 
-    async def _in_thread(self, request: _Request, body: bytes) -> None:
+    async def _in_thread(self, request: Request, body: bytes) -> None:
         reply = await asyncio.to_thread(self._answer, request, body)
         self.busy = None
         if self.transport is not None and not self.transport.is_closing():
             self._send(request, reply)
 
-    def _send(self, request: _Request, reply: Reply) -> None:
+    def _send(self, request: Request, reply: Reply) -> None:
         transport = self.transport
         assert transport is not None
         keep = request.keep_alive and not reply.close and not self.closing
+        if reply.delivery is not None:
+            self.busy = request
+            self.loop.create_task(self._deliver(request, reply, keep))
+            return
         transport.write(encode(reply, keep=keep, chunked=reply.streamed and not request.http10))
         self.last_answer = f"{request.method} {request.path} ({reply.status})"
-        if reply.close:
+        self._finish(keep, close=reply.close)
+
+    async def drained(self) -> None:
+        """Return once the client has taken enough of what was written (or is gone)."""
+        await self._drained.wait()
+
+    async def _run_app(self, app: ASGIApp, request: Request, body: bytes) -> None:
+        cycle = self.cycle = Cycle(self, request, body, keep=request.keep_alive and not self.closing)
+        try:
+            await app(cycle.scope(), cycle.receive, cycle.send)
+        except Exception as exc:  # noqa: BLE001 - a connection must answer, whatever went wrong
+            log.error("error in the app on %s %s: %s: %s", request.method, request.path, type(exc).__name__, exc)
+        self._after(request, cycle)
+
+    async def _deliver(self, request: Request, reply: Reply, keep: bool) -> None:
+        """A scripted fault's answer: slowed, or cut (the fault aborts the transport itself)."""
+        cycle = self.cycle = Cycle(self, request, b"", keep=keep)
+        await asgi_deliver(cycle.send, reply.status, dict(reply.headers), reply.chunks, reply.delivery)  # type: ignore[arg-type]
+        self._after(request, cycle)
+
+    def _after(self, request: Request, cycle: Cycle) -> None:
+        self.cycle = None
+        self.busy = None
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if not cycle.started:
+            body = json.dumps({"error": {"message": "sandbox internal error: the app sent no answer"}}).encode()
+            transport.write(
+                encode(Reply(500, {"content-type": "application/json"}, (body,)), keep=False, chunked=False)
+            )
+            transport.close()
+            return
+        if not cycle.done:  # an answer begun but not finished: only a close tells the client
+            transport.abort()
+            return
+        self.last_answer = f"{request.method} {request.path} ({cycle.status})"
+        self._finish(cycle.keep_after and not self.closing, close=False)
+
+    def _finish(self, keep: bool, *, close: bool) -> None:
+        """After an answer: linger (a refused body), close, or wait for the next request."""
+        transport = self.transport
+        assert transport is not None
+        if close:
             self._linger()
             return
         if not keep:
@@ -290,7 +359,7 @@ class Connection(asyncio.Protocol):
         self._watch_writes()
         self._next()
 
-    def _answer_now(self, request: _Request, reply: Reply) -> None:
+    def _answer_now(self, request: Request, reply: Reply) -> None:
         """An answer sent before the request was read to its end (a 413, a 408): the connection closes."""
         self._deadline = _NEVER
         self.queue.clear()
@@ -299,7 +368,7 @@ class Connection(asyncio.Protocol):
 
     def _refuse_raw(self, status: int, message: str) -> None:
         body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
-        request = _Request("?", "?", "", {}, keep_alive=False, http10=False)
+        request = Request("?", "?", "", {}, keep_alive=False, http10=False)
         self._answer_now(request, Reply(status, {"content-type": "application/json"}, (body,), close=True))
 
     # -- giving up ------------------------------------------------------------------------------------

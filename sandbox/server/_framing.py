@@ -7,7 +7,7 @@ from http import HTTPStatus
 
 from ._answer import Reply
 
-__all__ = ["encode"]
+__all__ = ["encode", "encode_head"]
 
 _STATUS = {code.value: f"HTTP/1.1 {code.value} {code.phrase}\r\n".encode() for code in HTTPStatus}
 _OWN_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "date"})
@@ -42,4 +42,16 @@ def encode(reply: Reply, *, keep: bool, chunked: bool) -> bytes:
         parts.append(b"connection: close\r\n")
     parts.append(b"\r\n")
     parts.append(body)
+    return b"".join(parts)
+
+
+def encode_head(status: int, headers: list[tuple[bytes, bytes]], *, chunked: bool, keep: bool) -> bytes:
+    """A head for an answer an ASGI app sends piece by piece (see `_cycle`)."""
+    parts = [_STATUS.get(status) or f"HTTP/1.1 {status} Unknown\r\n".encode(), _date_header()]
+    parts += [name + b": " + value + b"\r\n" for name, value in headers if name not in (b"connection", b"date")]
+    if chunked:
+        parts.append(b"transfer-encoding: chunked\r\n")
+    if not keep:
+        parts.append(b"connection: close\r\n")
+    parts.append(b"\r\n")
     return b"".join(parts)

@@ -20,13 +20,17 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._engine import Engine
 from .._exceptions import UsageError
 from ._answer import Front
 from ._connection import SWEEP, Connection, Limits
+from ._cycle import ASGIApp
 from ._pool import Pool
+
+if TYPE_CHECKING:
+    from .._asgi import SandboxApp
 
 __all__ = ["BACKLOG", "GRACE", "QuietLog", "background", "serve"]
 
@@ -50,8 +54,12 @@ def serve(
     grace: float = GRACE,
     cors_origins: Iterable[str] = ("*",),
     ready: Callable[[], None] | None = None,
+    wrap: Callable[[SandboxApp], ASGIApp] | None = None,
 ) -> None:
-    """Serve the sandbox until SIGTERM or SIGINT; `ready` runs once the port is bound."""
+    """Serve the sandbox until SIGTERM or SIGINT; `ready` runs once the port is bound.
+
+    `wrap` puts an ASGI app around the sandbox's (the workshop room mounts itself beside it): every
+    request then goes through it, with the same limits, deadlines and shutdown."""
     sock = _listen(host, port)
     if ready is not None:
         ready()
@@ -59,9 +67,14 @@ def serve(
     _configure_log(log_level)
     limits = Limits(head_timeout=head_timeout, body_timeout=body_timeout, write_timeout=write_timeout)
     front = Front(engine, cors_origins=cors_origins)
+    app = None
+    if wrap is not None:
+        from .._asgi import SandboxApp  # not at the top: the ASGI app answers through this package
+
+        app = wrap(SandboxApp(engine, body_timeout=body_timeout, cors_origins=cors_origins))
     loop = _new_loop()
     try:
-        loop.run_until_complete(_run(sock, front, limits, grace, asyncio.Event(), on_signals=True))
+        loop.run_until_complete(_run(sock, front, limits, grace, asyncio.Event(), on_signals=True, app=app))
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.run_until_complete(loop.shutdown_default_executor())
     finally:
@@ -108,11 +121,12 @@ async def _run(
     *,
     on_signals: bool = False,
     started: Callable[[], None] | None = None,
+    app: ASGIApp | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_loop_exception)
     connections = Pool(_connection_cap())
-    server = await loop.create_server(lambda: Connection(front, limits, connections), sock=sock, backlog=BACKLOG)
+    server = await loop.create_server(lambda: Connection(front, limits, connections, app), sock=sock, backlog=BACKLOG)
     signals = [signal.SIGTERM, signal.SIGINT] if on_signals else []
     for number in signals:
         loop.add_signal_handler(number, _on_signal, stop, connections)
