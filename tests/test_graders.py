@@ -91,6 +91,7 @@ PROVIDER_REFUSED = r"the provider refused request 2, and complete\(\) sent \d mo
     r"Catch the tool's failure, not the provider's"
 )
 SHARED_KEY = r"Two calls of get_\w+ share the key 'get_\w+', so the second overwrote the first"
+SWAPPED = r"Nothing was lost: the outputs of .* are swapped"
 FROM_MESSAGE_END = (
     r"rebuilt a different turn .*- usage: Usage\(input_tokens=0, output_tokens=0\), expected .*\(from MessageEnd\)"
 )
@@ -451,6 +452,26 @@ MUTANTS: dict[str, Mutant] = {
     "08_unbounded": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
     "08_results_first": Mutant((caught(*ASYNC_PLAIN, says=TURN_FIRST),)),
     "08_results_by_name": Mutant((caught("test_runs_the_calls_of_a_turn_concurrently[*]", says=OWN_OUTPUT),)),
+    "08_as_completed_zip": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[parallel_rounds-*]",
+                says=r"Nothing was lost: the outputs of get_weather\(city='Lisbon'\) and get_weather\(city='Oslo'\) "
+                r"are swapped\..*asyncio\.as_completed",
+            ),
+        )
+    ),
+    "08_batches_of_two": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[parallel_calls-*]",
+                says=r"ran the calls of turn 1 at most 2 at a time \(of 3\).*and only 1 did",
+            ),
+        )
+    ),
+    "08_semaphore_of_four": Mutant(
+        (caught("test_any_task_runs_each_turn_concurrently[*]", says=r"at most 4 at a time \(of [5-8]\)"),)
+    ),
     "08_exception_text_as_result": Mutant(
         (caught("test_a_failing_call_becomes_an_error_result[*]", says=r"get_weather\(city='Tokyo'\) .*" + UNMARKED),)
     ),

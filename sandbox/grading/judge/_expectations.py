@@ -291,9 +291,16 @@ class Expectations(Verdicts):
         if self.probe.one_at_a_time is not None:
             number, call = self.probe.one_at_a_time
             self.owner.record_sequential()
+            most, total = self.probe.at_once()
+            waited = f"run({describe_call(call)}) waited {self.probe.wait:g} s for the turn's other calls to start"
             self.fail(
-                f"{self.function}() ran the calls of turn {number} one at a time: run({describe_call(call)}) "
-                f"waited {self.probe.wait:g} s for the turn's other calls to start, and none did.",
+                f"{self.function}() ran the calls of turn {number} {self.probe.how_they_ran()}: "
+                + (
+                    f"{waited}, and none did."
+                    if most <= 1
+                    else f"{waited}, and only {most - 1} did: a semaphore or batches capped how many ran at "
+                    f"once. Start all {total} before awaiting any."
+                ),
                 lesson=CONCURRENT,
             )
 
