@@ -335,6 +335,22 @@ MUTANTS: dict[str, Mutant] = {
     "05_uses_skyl_collector": Mutant((caught("*", says=r"off limits here\. Write your own collect_stream"),)),
     "05_complete_not_streaming": Mutant((caught("test_complete_*", says=r"without streaming.*" + STREAM),)),
     "05_unbounded": Mutant((caught("test_complete_is_still_bounded[*]", says=RUNAWAY),)),
+    "05_text_after_calls": Mutant(
+        (
+            caught(
+                f"{COLLECT}[single_call-*]",
+                f"{COLLECT}[no_arguments-*]",
+                f"{COLLECT}[stop_reason_mismatch-*]",
+                says=r"part order: calls, text; expected text, calls: keep the parts in the order the stream "
+                r"sent them.*" + STREAM,
+            ),
+            # Anthropic refuses the turn; the transcript shows it as sent, its text after its call.
+            caught(
+                "test_complete_streams_every_turn[single_call-anthropic]",
+                says=r"-> 1 assistant calls get_weather\(city='Paris'\) \[toolu_\w+\] \"Let me check the weather",
+            ),
+        )
+    ),
     # Anthropic streams a call without arguments as one empty fragment, which skyl drops: the buffer is "".
     "05_loads_empty_arguments": Mutant(
         (
@@ -499,6 +515,12 @@ MUTANTS: dict[str, Mutant] = {
     "09_reasoning_after_calls": Mutant(
         (
             caught(f"{KEEPS}[*-openai-responses]", f"{KEEPS}[*-anthropic]", says=WHOLE),
+            # The transcript shows the turn as it was sent: the reasoning after the calls.
+            caught(
+                f"{KEEPS}[complete-multi_step_reasoning-openai-responses]",
+                f"{KEEPS}[complete-multi_step_reasoning-anthropic]",
+                says=r"-> 1 assistant calls find_restaurant\(city='Lyon', cuisine='bistro'\) \[\w+\] \[reasoning x\d\]",
+            ),
             # Gemini carries a signature on a call part: after one call, last is still first.
             caught(f"{KEEPS}[*-parallel_calls_reasoning-gemini]", says=WHOLE),
             caught(
