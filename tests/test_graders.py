@@ -357,7 +357,17 @@ MUTANTS: dict[str, Mutant] = {
             caught(
                 f"{COLLECT}[no_arguments-anthropic]",
                 "test_complete_streams_every_turn[no_arguments-anthropic]",
-                says=r"raised JSONDecodeError",
+                says=r"raised JSONDecodeError.*json\.loads was given '': an empty string: a call without arguments "
+                r"may stream no ToolCallDelta at all",
+            ),
+        )
+    ),
+    "05_overwrites_arguments": Mutant(
+        (
+            caught(
+                *(f"{COLLECT}[single_call-{provider}]" for provider in ("openai", "openai-responses", "anthropic")),
+                says=r"raised JSONDecodeError.*json\.loads was given 'is\"}': not one whole JSON document: were a "
+                r"call's fragments joined \(\+=\), or did each one overwrite the last \(=\).*" + FRAGMENTS,
             ),
         )
     ),
