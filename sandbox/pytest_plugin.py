@@ -71,6 +71,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write challenge results to PATH in Gradescope's results.json format, updated after every test.",
     )
     group.addoption(
+        "--sandbox-cli-report",
+        dest="sandbox_cli_report",
+        metavar="PATH",
+        default=None,
+        help="as --report, for `sandbox check` and `sandbox watch`, which read it themselves: its path is not printed.",
+    )
+    group.addoption(
+        "--sandbox-first-failure",
+        dest="sandbox_first_failure",
+        action="store_true",
+        default=False,
+        help="grade up to the first failing challenge test and run no more (what `sandbox watch` shows), without -x's "
+        "banner.",
+    )
+    group.addoption(
         "--challenge-timeout",
         dest="sandbox_timeout",
         type=float,
@@ -196,7 +211,10 @@ class _Harness:
         self.deadlines = Deadlines(config.getoption("sandbox_timeout"))
         self.not_started: set[str] = set()
         self.outcomes: dict[str, str] = {}
-        report = config.getoption("sandbox_report")
+        self.announce_report = bool(config.getoption("sandbox_report"))
+        report = config.getoption("sandbox_report") or config.getoption("sandbox_cli_report")
+        self.first_failure = bool(config.getoption("sandbox_first_failure"))
+        self.stopped = False
         self.report = (
             ResultsFile(
                 self.here / report,
@@ -234,6 +252,11 @@ class _Harness:
                 self.not_started.add(item.nodeid)
         return report
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> bool | None:
+        """With --sandbox-first-failure, the challenge tests after the first that failed are not run."""
+        return True if self.stopped and item.nodeid in self.refs else None
+
     def pytest_report_teststatus(
         self, report: pytest.TestReport
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
@@ -251,6 +274,7 @@ class _Harness:
         else:
             return
         self.outcomes[report.nodeid] = outcome
+        self.stopped = self.stopped or (self.first_failure and outcome != PASSED)
         if self.report is not None:
             self.report.record(report.nodeid, outcome, "" if outcome == PASSED else report.longreprtext)
 
@@ -317,7 +341,7 @@ class _Harness:
             terminalreporter.write_line(line)
         if self.impl_dir is None:
             terminalreporter.write_line(self._next_step(tallies))
-        if self.report is not None:
+        if self.report is not None and self.announce_report:
             terminalreporter.write_line(f"Results written to {self._shown(self.report.path)}")
 
     def _next_step(self, tallies: dict[str, Tally]) -> str:
