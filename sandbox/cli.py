@@ -180,7 +180,7 @@ def _list(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     root, challenges = _challenges(args)
     chosen = [_pick(challenges, args.number)] if args.number else challenges
-    return Progress(root, challenges).run(chosen)
+    return Progress(root, challenges).run_here(chosen)
 
 
 def _hint(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from sandbox.grading.judge._progress import CLEAR
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 WAITING = "Waiting for you to save a file... (stuck? sandbox hint 1"
-PRINTS_ITS_PID = '''
+PRINTS_ITS_PID = """
 import os
 
 from sandbox import skyl
@@ -33,7 +33,7 @@ def apply_tool_results(req: skyl.Request, resp: skyl.Response, results: dict[str
     req.messages.append(skyl.assistant_text(resp.text()))
     for call in resp.tool_calls():
         req.messages.append(skyl.tool_result_message(call.id, results.get(call.id, "")))
-'''
+"""
 
 
 @pytest.fixture

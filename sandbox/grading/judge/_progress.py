@@ -8,6 +8,7 @@ folder, whose path is not printed), never from pytest's exit status alone."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from pathlib import Path
 from ._meta import ChallengeInfo
 from ._state import State
 from ._summary import Tally, challenge_lines
-from ._warm import WarmGrader
+from ._warm import WarmGrader, forget_test_modules
 
 __all__ = ["CLEAR", "Progress", "pytest_command"]
 
@@ -57,6 +58,24 @@ class Progress:
             report = Path(scratch) / "results.json"
             command = pytest_command(self.root, challenges, "--sandbox-cli-report", str(report), *extra)
             subprocess.run(command, cwd=self.root.parent, stdout=output, stderr=output, check=False)
+            return 0 if _all_passed(report, challenges) else 1
+
+    def run_here(self, challenges: Sequence[ChallengeInfo]) -> int:
+        """As `run`, in this process (`sandbox check`): one Python start and one import of the sandbox,
+        not two. The learner's code still runs in workers, which the grader stops at their deadline, so
+        it cannot hang this process either."""
+        import pytest
+
+        with tempfile.TemporaryDirectory(prefix="sandbox-check-") as scratch:
+            report = Path(scratch) / "results.json"
+            command = pytest_command(self.root, challenges, "--sandbox-cli-report", str(report))
+            here = Path.cwd()
+            forget_test_modules(self.root.resolve())
+            os.chdir(self.root.parent)  # where pytest finds the project's configuration, as in `run`
+            try:
+                pytest.main(command[3:])
+            finally:
+                os.chdir(here)
             return 0 if _all_passed(report, challenges) else 1
 
     def run_warm(self, grader: WarmGrader, challenges: Sequence[ChallengeInfo], *extra: str) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-__all__ = ["WarmGrader", "main"]
+__all__ = ["WarmGrader", "forget_test_modules", "main"]
 
 
 class WarmGrader:
@@ -82,12 +82,15 @@ class WarmGrader:
             process.wait()
 
 
-def _forget_test_modules(challenges: Path) -> None:
-    """Drop the challenge test modules an earlier session imported, so an edited test file is read again
-    (the learner's exercise is never imported here: the workers import it)."""
+def forget_test_modules(challenges: Path) -> None:
+    """Drop the challenge test modules an earlier session in this process imported: those of
+    `challenges`, so an edited test file is read again, and any of the same name from another folder,
+    which pytest would refuse as an import file mismatch. (The learner's exercise is never imported in
+    the grader's process: the workers import it.)"""
+    names = {path.stem for path in challenges.glob("*/test_*.py")}
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and Path(path).resolve().is_relative_to(challenges):
+        if name in names or (path and Path(path).resolve().is_relative_to(challenges)):
             del sys.modules[name]
 
 
@@ -98,7 +101,7 @@ def main() -> None:
     challenges = Path(sys.argv[2]).resolve()
     try:
         for line in sys.stdin:
-            _forget_test_modules(challenges)
+            forget_test_modules(challenges)
             try:
                 code = int(pytest.main(json.loads(line)))
             except SystemExit as exit_:  # a plugin's usage error: answered as pytest's own exit would be
