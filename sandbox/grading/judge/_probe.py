@@ -49,6 +49,7 @@ class ConcurrencyProbe:
         self._journal = journal
         self._output = output
         self._turns: dict[int, _Turn] = {}
+        self._at_once = (0, 0)
         self.one_at_a_time: tuple[int, ToolCall] | None = None
         """The turn (its request number) and the call that waited in vain for its siblings: the turn
         did not have all its calls in flight at once (`at_once` says how many it had)."""
@@ -56,10 +57,7 @@ class ConcurrencyProbe:
     def at_once(self) -> tuple[int, int]:
         """For the turn that was not concurrent: the most of its calls in flight at once, and how many it
         had (1 of 3 for a loop that awaits each call; 2 of 3 for batches of two)."""
-        if self.one_at_a_time is None:
-            return 0, 0
-        turn = self._turns[self.one_at_a_time[0]]
-        return turn.most, len(turn.calls)
+        return self._at_once
 
     def how_they_ran(self) -> str:
         """The turn that was not concurrent, in words: 'one at a time' or 'at most 2 at a time (of 3)'."""
@@ -88,6 +86,9 @@ class ConcurrencyProbe:
                 await asyncio.wait_for(turn.started.wait(), self.wait)
             except asyncio.TimeoutError:
                 self.one_at_a_time = (number, call)
+                # Counted now: a cap lets no more start while these wait, and a replay of the same
+                # example that overlaps must not rewrite what this run did.
+                self._at_once = (turn.most, len(turn.calls))
         if self.one_at_a_time is None and position + 1 < len(turn.calls):
             later = turn.finished.setdefault(position + 1, asyncio.Event())
             try:
