@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import NoReturn
 
 from . import _catalogue, skyl
-from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
@@ -34,6 +33,7 @@ from .grading.judge._state import State
 from .grading.judge._transcript import describe_call, describe_message, quote
 from .grading.programs._program_cases import CASES
 from .room import _cli as room
+from .server import cors_origins_of, serve
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -129,6 +129,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
         faults = "faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
         sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
+        cors = "answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)"
+        sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
         room.add_options(sub, flag=sub is serve_)
     grade_ = command(
         "grade",
@@ -335,6 +337,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
+    args.cors_origin = cors_origins_of(args.cors_origin)
     engine_class = room.RecordingEngine if args.room else Engine
     engine = engine_class(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
 
@@ -355,7 +358,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.room:
         return room.serve_room(args, engine, banner)
-    serve(engine, host=args.host, port=args.port, ready=banner)
+    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
     return 0
 
 
