@@ -107,7 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     watch = command(
         "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
     )
-    watch.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between checks (default 1)")
+    watch.add_argument(
+        "--interval", type=float, default=0.2, metavar="S", help="seconds between looks for a save (default 0.2)"
+    )
     room.add_join_options(watch)
     solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
     solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
@@ -189,7 +191,7 @@ def _check(args: argparse.Namespace) -> int:
     room.join_from(args)
     root, challenges = _challenges(args)
     chosen = [_pick(challenges, args.number)] if args.number else challenges
-    return Progress(root, challenges).run(chosen)
+    return Progress(root, challenges).run_here(chosen)
 
 
 def _hint(args: argparse.Namespace) -> int:
@@ -221,7 +223,7 @@ def _watch(args: argparse.Namespace) -> int:
     root, challenges = _challenges(args)
     print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
     try:
-        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True))
+        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True), clear=sys.stdout.isatty())
     except KeyboardInterrupt:
         print("\nStopped watching.")
     return 0
