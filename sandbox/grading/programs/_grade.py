@@ -13,7 +13,7 @@ import importlib
 import os
 import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -109,9 +109,12 @@ def grade(
     build: str | None = None,
     cwd: str | None = None,
     titles: Mapping[str, str] | None = None,
+    observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
     isolation: Isolation | None = None,
 ) -> int:
-    """Run every planned case; print the failures and the summary; return the exit status."""
+    """Run every planned case; print the failures and the summary; return the exit status.
+
+    `observe` sees every verdict once all are final (the workshop room's hook: it posts them)."""
     isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
@@ -147,6 +150,8 @@ def grade(
         session.endpoint.close()
         sockets.cleanup()
     echo("")
+    if observe is not None:
+        observe(planned, outcomes)
     _print_failures(planned, outcomes, out)
     tallies: dict[str, Tally] = {}
     for item in planned:
