@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CASES", "Case"]
+__all__ = ["CASES", "Case", "program_title"]
 
 Expect = Literal["answer", "gave_up", "report", "refused"]
 
@@ -131,3 +131,12 @@ CASES: dict[str, tuple[Case, ...]] = {
         ),
     ),
 }
+
+
+_PROGRAM_TITLES = {"08_async": "Concurrent tool calls"}
+"""Titles that name Python's way of doing it (hints.toml: "... with asyncio"), as a program reads them."""
+
+
+def program_title(challenge: str, title: str) -> str:
+    """The challenge's title for a program in any language."""
+    return _PROGRAM_TITLES.get(challenge, title)
