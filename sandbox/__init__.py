@@ -13,15 +13,20 @@ sessions run in-process, as instructors' meta-tests do); it has no asserts to re
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from . import skyl
 from ._asgi import SandboxApp, serve
 from ._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
-from ._mock import PROVIDER_HOSTS, SandboxMock, mock
 from ._scenario import Call, Scenario, Step, is_usable
 from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
 from .wire import PROVIDERS, Rule
+
+if TYPE_CHECKING:
+    from ._mock import PROVIDER_HOSTS, SandboxMock, mock
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -56,3 +61,13 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_LAZY = {"PROVIDER_HOSTS": "._mock", "SandboxMock": "._mock", "mock": "._mock"}
+
+
+def __getattr__(name: str) -> Any:
+    """`sandbox.mock` and its kin load respx on first use: a grading run (and every `sandbox` command)
+    imports this package, and none of them mounts the providers' hosts."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -50,7 +50,7 @@ def add_commands(command: Command, where: argparse.ArgumentParser) -> None:
     )
     grade_.add_argument("--report", type=Path, default=None, metavar="PATH", help="write Gradescope results.json")
     grade_.add_argument(
-        "--timeout", type=float, default=GRADE_TIMEOUT, metavar="S", help=f"seconds per case (default {GRADE_TIMEOUT:g})"
+        "--timeout", type=float, default=GRADE_TIMEOUT, metavar="S", help=f"seconds per case (default {GRADE_TIMEOUT})"
     )
     grade_.add_argument(
         "--build",

@@ -29,7 +29,6 @@ from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._program_cli import add_commands
 from ._transport import transport
-from .grading._dialogue import call_key
 from .grading._meta import ChallengeInfo, find_root, load_challenges, select
 from .grading._progress import Progress
 from .grading._state import State
@@ -229,6 +228,8 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
+    from .grading._dialogue import call_key  # pytest, which only replay and grade need
+
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
     client = skyl.Client(args.provider, transport=door)

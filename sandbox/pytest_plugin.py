@@ -16,11 +16,10 @@ import contextlib
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._mock import SandboxMock, mock
 from .grading import Challenge
 from .grading._challenge import Deadlines, Implementations
 from .grading._feedback import NotStarted
@@ -30,6 +29,9 @@ from .grading._report import ResultsFile
 from .grading._runner import WorkerError, shared_zygote
 from .grading._state import State, digest
 from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+
+if TYPE_CHECKING:
+    from ._mock import SandboxMock
 
 __all__ = ["challenge", "sandbox_mock"]
 
@@ -167,6 +169,8 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
             f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario= and budget=.",
             pytrace=False,
         )
+    from ._mock import mock  # respx, loaded only by the tests that mount the sandbox
+
     with mock(**options) as mounted:
         yield mounted
 

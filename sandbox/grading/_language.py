@@ -70,7 +70,7 @@ _HINTS: dict[str, dict[str, str]] = {
         'fmt.Errorf("gave up after %d tool rounds; call sequence was %v: check what these tools return", '
         "maxToolRounds, history).",
         "js": "Keep an array of call names, push each round's calls onto it, and put it in the error: "
-        "new Error(`gave up after ${MAX_TOOL_ROUNDS} tool rounds; call sequence was [${history.join(\" \")}]: "
+        'new Error(`gave up after ${MAX_TOOL_ROUNDS} tool rounds; call sequence was [${history.join(" ")}]: '
         "check what these tools return`).",
     },
     "Count the rounds; after the fifth, raise an exception": {
@@ -80,8 +80,10 @@ _HINTS: dict[str, dict[str, str]] = {
         "with it on stderr), so the caller knows the loop gave up.",
     },
     "Send the failure back as the call's result, marked so the model can tell": {
-        "go": 'Send the failure back as the call\'s result, marked so the model can tell: skyl.ToolErrorMessage(call.ID, "ERROR: " + err.Error()), or a run(call) that returns "ERROR: ..." text.',
-        "js": 'Send the failure back as the call\'s result, marked so the model can tell: toolResultMessage(call.id, `ERROR: ${error.message}`, true).',
+        "go": "Send the failure back as the call's result, marked so the model can tell: "
+        'skyl.ToolErrorMessage(call.ID, "ERROR: " + err.Error()), or a run(call) that returns "ERROR: ..." text.',
+        "js": "Send the failure back as the call's result, marked so the model can tell: "
+        "toolResultMessage(call.id, `ERROR: ${error.message}`, true).",
     },
     "a tool result's content must be a str (convert other values with str())": {
         "go": "The provider could not read the request. Check what you put in the messages: a tool result's "
@@ -106,8 +108,11 @@ _NAMES: list[tuple[str, str, str]] = [
     ("event.reasoning", "event.Reasoning", "event.reasoning"),
     ("event.index", "event.Index", "event.index"),
     ("raise once it is hit", "return an error once it is hit", "throw once it is hit"),
-    ("raise an exception once the bound (5) is hit", "return an error once the bound (5) is hit",
-     "throw an Error once the bound (5) is hit"),
+    (
+        "raise an exception once the bound (5) is hit",
+        "return an error once the bound (5) is hit",
+        "throw an Error once the bound (5) is hit",
+    ),
 ]
 _NAME = {"go": 1, "js": 2}
 
