@@ -12,14 +12,15 @@ from __future__ import annotations
 from .._engine import Exchange
 from .._types import Message
 from ..wire import route
-from ..wire.anthropic import _neutral as _anthropic_neutral
-from ..wire.anthropic_validate import Invalid, load_json, validate_schema
-from ..wire.gemini import _to_neutral as _gemini_neutral
-from ..wire.gemini_validate import Rejection as GeminiRejection
-from ..wire.gemini_validate import merge_model_runs, read_request
-from ..wire.openai_chat import _neutral_message
-from ..wire.openai_chat_validate import Rejection as ChatRejection
-from ..wire.openai_chat_validate import load_body
+from ..wire.anthropic._body import Invalid, load_json
+from ..wire.anthropic._parse import to_neutral as _anthropic_neutral
+from ..wire.anthropic._validate import validate_schema
+from ..wire.gemini._body import Rejection as GeminiRejection
+from ..wire.gemini._parse import to_neutral as _gemini_neutral
+from ..wire.gemini._validate import merge_model_runs, read_request
+from ..wire.openai_chat._parse import neutral_message
+from ..wire.openai_chat._validate import Rejection as ChatRejection
+from ..wire.openai_chat._validate import load_body
 from ._clients import Sent
 
 __all__ = ["read_sent", "sent_messages"]
@@ -35,7 +36,7 @@ def sent_messages(exchange: Exchange) -> tuple[Message, ...] | None:
     try:
         if found.provider == "openai":
             data = load_body(exchange.request_body)
-            return tuple(_neutral_message(message) for message in data["messages"])
+            return tuple(neutral_message(message) for message in data["messages"])
         if found.provider == "anthropic":
             return tuple(_anthropic_neutral(validate_schema(load_json(exchange.request_body))).messages)
         if found.provider == "gemini":

@@ -10,6 +10,7 @@ likewise. A stream announces the item with `response.output_item.added`, streams
 `response.reasoning_summary_part.done`, and completes it in `response.output_item.done` (the SDK's
 event types in `openai/types/responses/response_reasoning_summary_*`).
 
+Touches only reasoning items and the request's `reasoning` setting; the signatures are `.._reasoning`'s.
 Sources for the texts: [ISSUE] quoted verbatim, with status, type, param and code, in the named
 public issue; [INF] no public capture found.
 """
@@ -19,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._events import ReasoningDelta, ReasoningEnd, StreamEvent
-from .._types import Message, Reasoning, ToolCall
-from ._base import CREATED_AT, HEX, Conversation, Rule, WireError, split_fragments, stable_token
-from ._reasoning import signature
-from .openai_responses_validate import wire_error
+from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
+from ..._types import Message, Reasoning, ToolCall
+from .._base import CREATED_AT, HEX, Conversation, Rule, WireError, split_fragments, stable_token
+from .._reasoning import signature
+from ._validate import wire_error
 
 __all__ = ["PROVIDER", "ReasoningStream", "check_echo", "decode_item", "reasoning_item", "stream_item"]
 

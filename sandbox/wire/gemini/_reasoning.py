@@ -11,6 +11,7 @@ true}` parts (`types.Part.thought` in google-genai). In skyl, a signature is a `
 placed before the part that carried it, and goes back on that part: a turn rebuilt from its calls
 loses it.
 
+Touches only thought parts and their signatures (made by `.._reasoning`).
 Sources for the texts: [ISSUE] quoted verbatim in the named public issue; [INF] no capture found.
 """
 
@@ -19,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._events import ReasoningDelta, ReasoningEnd, StreamEvent
-from .._types import Part, Reasoning, ToolCall
-from ._base import Conversation, Rule
-from ._reasoning import same_base64, signature
+from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
+from ..._types import Part, Reasoning, ToolCall
+from .._base import Conversation, Rule
+from .._reasoning import same_base64, signature
 
 __all__ = [
     "PROVIDER",

@@ -8,6 +8,7 @@ with empty `thinking` and `signature`, sends `thinking_delta`s, then one `signat
 before the block's `content_block_stop`" (`SignatureDelta`); a redacted block arrives whole in its
 `content_block_start`.
 
+Touches only thinking blocks and the request's `thinking` setting; the signatures are `.._reasoning`'s.
 Sources for the texts: [ISSUE] quoted verbatim in the named public issue; [INF] no capture found.
 """
 
@@ -16,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._events import ReasoningDelta, ReasoningEnd, StreamEvent
-from .._types import Reasoning
-from ._base import Conversation, Rule, WireError
-from ._reasoning import signature
-from .anthropic_validate import Invalid
+from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
+from ..._types import Reasoning
+from .._base import Conversation, Rule, WireError
+from .._reasoning import signature
+from ._body import Invalid
 
 __all__ = [
     "PROVIDER",
