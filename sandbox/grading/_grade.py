@@ -5,6 +5,10 @@ Each case (challenge x scenario x wire format) runs the program once against a f
 one `pytest challenges/` gives Python code: the same transcripts, provider errors, rules and hints,
 the same tallies and summary, and the same Gradescope `results.json`, written before the first case
 and after every case. The exit status comes from the tallies: 0 only when every case passed.
+
+The feedback names the learner's API in the program's language (`speaking`). A program that exits
+without a word to the model on every case of some wire formats, while it talks on others, does not
+speak those: the first screen says which, and the `--wire` command that grades the rest.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import importlib
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -22,6 +26,7 @@ import pytest
 from .._catalogue import get_scenario
 from .._scenario import Scenario
 from ._endpoint import Endpoint
+from ._language import speaking
 from ._program import ProgramRun, run_program
 from ._program_cases import CASES, Case
 from ._program_dialogue import ProgramDialogue
@@ -43,12 +48,30 @@ AFTER_SEQUENTIAL = 0.05
 
 @dataclass
 class Session:
-    """What every case of one `sandbox grade` run shares: the program, the limits, the endpoint."""
+    """What every case of one `sandbox grade` run shares: the program, the limits, the endpoint, and
+    what it said on each wire format."""
 
     command: Sequence[str]
     limits: Limits
     endpoint: Endpoint
     cwd: str | None = None
+    spoken: dict[str, Spoken] = field(default_factory=dict)
+
+
+@dataclass
+class Spoken:
+    """Whether a program talked to the model on one wire format: its runs, and those that exited
+    without a single model request (with the first thing such a run said on stderr)."""
+
+    runs: int = 0
+    silent: int = 0
+    said: str = ""
+
+    def record(self, requests: int, exited: bool, stderr: str) -> None:
+        self.runs += 1
+        if requests == 0 and exited:
+            self.silent += 1
+            self.said = self.said or next((line.strip() for line in stderr.splitlines() if line.strip()), "")
 
 
 class Limits:
@@ -105,8 +128,10 @@ def grade(
     build: str | None = None,
     cwd: str | None = None,
     titles: Mapping[str, str] | None = None,
+    language: str = "other",
 ) -> int:
-    """Run every planned case; print the failures and the summary; return the exit status."""
+    """Run every planned case; print the failures and the summary; return the exit status. `build`
+    is a shell line, run once in `cwd` first; `language` picks the names the feedback uses."""
 
     def echo(text: str = "", end: str = "\n") -> None:
         out.write(text + end)
@@ -126,7 +151,8 @@ def grade(
             if item.challenge != current:
                 current = item.challenge
                 echo(f"\n{current} ", end="")
-            outcome, output = (FAILED, broken) if broken else _grade_case(session, item)
+            with speaking(language):
+                outcome, output = (FAILED, broken) if broken else _grade_case(session, item)
             outcomes[item.nodeid] = (outcome, output)
             echo("." if outcome == PASSED else "F", end="")
             if results is not None:
@@ -134,6 +160,9 @@ def grade(
     finally:
         session.endpoint.close()
     echo("")
+    advice = _unspoken(session, planned)
+    if advice:
+        echo("\n" + advice)
     _print_failures(planned, outcomes, out)
     tallies: dict[str, Tally] = {}
     for item in planned:
@@ -145,6 +174,8 @@ def grade(
         echo(line)
     if report is not None:
         echo(f"Results written to {report}")
+    if advice:
+        echo(advice.splitlines()[-1])
     return 0 if all(outcome == PASSED for outcome, _ in outcomes.values()) else 1
 
 
@@ -170,7 +201,11 @@ def _judge_generated(session: Session, item: Planned) -> None:
     # built on a hypothesis that an in-process pytest run has since dropped.
     _generated = importlib.import_module(f"{__package__}._generated")
     grading: settings = _generated.GRADING
-    strategy = getattr(_generated, item.case.generated)(**item.case.options)
+    options = dict(item.case.options)
+    reasoned = options.pop("reasoning", False)
+    strategy = getattr(_generated, item.case.generated)(**options)
+    if reasoned:
+        strategy = strategy.map(lambda task: task.with_reasoning(task.name))
 
     @grading
     @given(scenario=strategy)
@@ -209,8 +244,12 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         unknown_tools=case.unknown_tools,
         concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
         refuse=case.refuse,
+        reasoning=case.reasoning,
     )
     run = talk.run(session.command, limits.deadline(item.challenge), session.endpoint, cwd=session.cwd)
+    session.spoken.setdefault(item.provider, Spoken()).record(
+        talk.requests, run.returncode is not None and not run.timed_out, run.stderr
+    )
     if run.timed_out:
         limits.record_hang(item.challenge)
     if case.expect == "answer":
@@ -230,13 +269,33 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
 
 
 def _build(build: str, cwd: str | None) -> str | None:
-    """Run the build command once; its failure, as every case's feedback, or None."""
-    run: ProgramRun = run_program(shlex.split(build), dict(os.environ), BUILD_SECONDS, cwd=cwd)
+    """Run the build line once, with the shell (`cd loop && go build -o ../loop-bin .`: Go 1.19 has no
+    `go build -C`); its failure, as every case's feedback, or None."""
+    shell = ["cmd", "/c", build] if os.name == "nt" else ["/bin/sh", "-c", build]
+    run: ProgramRun = run_program(shell, dict(os.environ), BUILD_SECONDS, cwd=cwd)
     if run.returncode == 0 and not run.timed_out:
         return None
     why = run.not_started or ("it did not finish" if run.timed_out else run.exit_description)
     output = (run.stderr + run.stdout).rstrip() or "(no output)"
     return f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
+
+
+def _unspoken(session: Session, planned: Sequence[Planned]) -> str:
+    """What to do when the program did not speak some of the wire formats it was graded on: it exited
+    without asking the model anything on every one of their cases, and talked to it on others."""
+    quiet = [name for name, spoken in session.spoken.items() if spoken.runs and spoken.silent == spoken.runs]
+    talked = [name for name, spoken in session.spoken.items() if spoken.silent < spoken.runs]
+    if not quiet or not talked:
+        return ""
+    said = session.spoken[quiet[0]].said
+    challenges = sorted({item.challenge for item in planned})
+    number = f" {challenges[0][:2].lstrip('0')}" if len(challenges) == 1 else ""
+    return (
+        f"Your program did not speak {', '.join(quiet)}: on every case of those it exited without asking the "
+        "model anything" + (f' (it said: "{said}").' if said else ".") + "\n"
+        f"To grade only the formats it speaks: sandbox grade{number} --wire {','.join(talked)} -- "
+        f"{shlex.join(session.command)}"
+    )
 
 
 def _print_failures(planned: Sequence[Planned], outcomes: Mapping[str, tuple[str, str]], out: TextIO) -> None:

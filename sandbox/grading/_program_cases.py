@@ -14,6 +14,8 @@ A program is the whole loop, run once per case, so the challenges map onto it li
                            error result;
                            a request the provider refuses ends the program (non-zero), never resent
     08_async               the calls of a turn run concurrently: the sandbox sees them overlap
+    09_keep_the_whole_turn SANDBOX_REASONING=1, a reasoning model: each turn goes back whole (its
+                           reasoning items, thinking blocks or thought signatures), streamed or not
 
 Each case runs on every wire format the grader is asked for. Beside the catalogue's scenarios, most
 challenges grade generated ones, as their Python tests do (`_generated`: reproducible, `EXAMPLES` per
@@ -55,9 +57,13 @@ class Case:
     options: Mapping[str, Any] = field(default_factory=dict)
     refuse: int | None = None
     """The provider refuses this request and every later one (`expect` is then `refused`)."""
+    reasoning: bool = False
+    """SANDBOX_REASONING=1: the program asks the model to show its reasoning (challenge 09)."""
 
 
 _ANY_TASK = {"rounds": (0, 3), "calls": (0, 8)}
+_REASONING_TASK = {"rounds": (1, 3), "calls": (0, 5), "reasoning": True}
+"""As the Python tests of 09 draw them: every turn reasoned (`Scenario.with_reasoning`)."""
 _PARISS = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}
 
 CASES: dict[str, tuple[Case, ...]] = {
@@ -128,6 +134,29 @@ CASES: dict[str, tuple[Case, ...]] = {
             concurrent=True,
             generated="tasks",
             options=_ANY_TASK,
+        ),
+    ),
+    "09_keep_the_whole_turn": (
+        Case("keeps_the_whole_turn", "multi_step_reasoning", "answer", reasoning=True),
+        Case("keeps_the_whole_turn_streamed", "multi_step_reasoning", "answer", stream=True, reasoning=True),
+        Case("keeps_the_whole_turn_streamed", "parallel_calls_reasoning", "answer", stream=True, reasoning=True),
+        Case("is_still_bounded", "runaway_reasoning", "gave_up", stream=True, reasoning=True),
+        Case(
+            "keeps_any_reasoning_task_whole",
+            "generated",
+            "answer",
+            reasoning=True,
+            generated="tasks",
+            options=_REASONING_TASK,
+        ),
+        Case(
+            "keeps_any_reasoning_task_whole_streamed",
+            "generated",
+            "answer",
+            stream=True,
+            reasoning=True,
+            generated="tasks",
+            options=_REASONING_TASK,
         ),
     ),
 }

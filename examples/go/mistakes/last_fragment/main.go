@@ -1,6 +1,6 @@
-// Command last_fragment streams every turn and rebuilds it by hand, but keeps only the last text
-// fragment of each turn instead of joining them. The turn it appends is not the one the model sent,
-// so the provider refuses the history.
+// Command last_fragment streams every turn and rebuilds it by hand, but keeps only the last fragment
+// of the turn's text and of each call's arguments instead of joining them: it prints the end of the
+// answer, and its calls' arguments are no longer JSON, which skyl refuses to send.
 //
 // sandbox grade fails it (challenge 05) with the rule: "There is no resp.Message on a stream:
 // rebuild the turn from the events you saw".
@@ -58,7 +58,7 @@ func ask(ctx context.Context, client *skyl.Client, req *skyl.Request) (*skyl.Res
 			calls = append(calls, skyl.ToolCall{ID: event.ID, Name: event.Name, Meta: event.Meta})
 			arguments = append(arguments, "")
 		case skyl.ToolCallDelta:
-			arguments[event.Index] += event.Arguments
+			arguments[event.Index] = event.Arguments // DON'T: the same mistake with the arguments
 		}
 	}
 	if err := stream.Err(); err != nil {
