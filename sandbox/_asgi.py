@@ -26,6 +26,7 @@ from typing import Any
 
 from ._engine import Engine, Exchange
 from ._exceptions import UsageError
+from .faults._delivery import asgi_deliver
 
 __all__ = ["SandboxApp", "serve"]
 
@@ -81,6 +82,9 @@ class SandboxApp:
             exchange = self.engine.handle(method, path, body, client=sender, query=query)
         else:
             exchange = await asyncio.to_thread(self.engine.handle, method, path, body, client=sender, query=query)
+        if exchange.delivery is not None:  # a scripted fault: slowed, or the connection cut
+            await asgi_deliver(send, exchange.status, dict(exchange.headers), exchange.chunks, exchange.delivery)
+            return
         await _send(send, exchange.status, exchange.headers, exchange.chunks)
 
     def _health(self) -> bytes:

@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._catalogue import catalogue
@@ -27,6 +27,7 @@ from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._types import ToolCall
 from ._wrong_path import wrong_path
+from .faults import Applied, Delivery, Fault, FaultError, FaultPlan, fault_error, parse_faults, shape
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
 from .wire._sse import dumps, to_bytes
 
@@ -68,6 +69,15 @@ class Exchange:
     step: int | None = None
     turn: ModelTurn | None = field(default=None, repr=False)
     error: WireError | None = None
+    fault: Fault | None = None
+    """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
+    delivery: Delivery | None = field(default=None, repr=False)
+    """How a door must send the chunks (latency, a cut connection); None: all at once."""
+
+    @property
+    def delivers_turn(self) -> bool:
+        """The turn reached the client whole: no fault, or only latency."""
+        return self.turn is not None and (self.fault is None or self.fault.kind == "latency")
 
     @property
     def body(self) -> bytes:
@@ -115,10 +125,13 @@ class Engine:
         scenarios: Mapping[str, Scenario] | None = None,
         budget: int = DEFAULT_BUDGET,
         max_body_bytes: int = DEFAULT_MAX_BODY,
+        faults: Sequence[Fault] | str | None = None,
     ) -> None:
         if not isinstance(budget, int) or budget < 1:
             raise UsageError(f"budget={budget!r}: use a whole number of requests, at least 1.")
         self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
+        self.faults = FaultPlan(parse_faults(faults) if isinstance(faults, str) else tuple(faults or ()), budget=budget)
+        """Ad-hoc faults (`transport(faults=...)`), and the attempt counts of every fault that plays."""
         if isinstance(scenario, str):
             if scenario not in self.scenarios:
                 known = ", ".join(sorted(self.scenarios))
@@ -127,6 +140,9 @@ class Engine:
         elif scenario is not None and not isinstance(scenario, Scenario):
             raise UsageError(f"scenario= takes a Scenario or a scenario name, got {type(scenario).__name__}.")
         self.pinned: Scenario | None = scenario
+        for playing in (*self.scenarios.values(), *([self.pinned] if self.pinned is not None else [])):
+            for fault in playing.faults:
+                self.faults.check_request(fault, where=f"scenario {playing.name!r}:")
         self.budget = budget
         self.max_body_bytes = max_body_bytes
         self.kept = KeptState()
@@ -159,7 +175,7 @@ class Engine:
             conversation = expanded.restore(conversation)
             _check_size(wire, conversation)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
-            if exchange.turn is not None:
+            if exchange.turn is not None and exchange.delivers_turn:
                 self.kept.keep(expanded, wire, conversation, exchange.turn)
             return _as_json_array(exchange) if array else exchange
         except WireError as error:
@@ -216,6 +232,10 @@ class Engine:
         repeats = self._repeats.count(_fingerprint(client, path, body))
         if repeats > self.budget:
             raise _repeat_error(wire, scenario, self.budget, repeats)
+        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, digest)
+        plain_stream_error = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
+        if applied is not None and (applied.fault.is_error or plain_stream_error):
+            raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
@@ -223,6 +243,9 @@ class Engine:
         else:
             chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
             headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+        delivery = None
+        if applied is not None:
+            chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
         return Exchange(
             method=method,
             path=path,
@@ -235,7 +258,18 @@ class Engine:
             scenario=scenario.name,
             step=position.step,
             turn=turn,
+            fault=applied.fault if applied is not None else None,
+            delivery=delivery,
         )
+
+    def _fault_for(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, request: int, client: str, digest: str
+    ) -> Applied | None:
+        """The fault playing on this attempt of the conversation's `request`-th model request, if any."""
+        own = scenario.faults_at(script_index)
+        if not own and not self.faults.faults:
+            return None  # the common case costs nothing: no attempt is counted
+        return self.faults.pick(wire.name, request, own, client, digest)
 
     def _scenario_for(self, wire: WireFormat, model: str) -> Scenario:
         scenario = self.scenarios.get(model)
@@ -438,4 +472,5 @@ def _error_exchange(
         provider=wire.name,
         conversation=conversation,
         error=error,
+        fault=error.fault if isinstance(error, FaultError) else None,
     )

@@ -18,7 +18,7 @@ import contextvars
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -28,6 +28,7 @@ from ._engine import DEFAULT_BUDGET, Engine, Exchange, caller_key
 from ._exceptions import UsageError
 from ._scenario import Scenario
 from ._transport import _HTTPX_STREAM, Journal, _stream_class, _to_response
+from .faults import Fault
 from .wire import Rule, get_wire_format, route
 
 __all__ = ["PROVIDER_HOSTS", "SandboxMock", "mock"]
@@ -225,10 +226,12 @@ def mock(
     *,
     budget: int = DEFAULT_BUDGET,
     scenarios: Mapping[str, Scenario] | None = None,
+    faults: Sequence[Fault] | str | None = None,
 ) -> SandboxMock:
     """Mount the sandbox on api.openai.com, api.anthropic.com and generativelanguage.googleapis.com.
 
     Without `scenario`, each request's model field names the scenario. Mounts may nest and overlap
-    across threads and tasks: each request goes to the mount active in its own context.
+    across threads and tasks: each request goes to the mount active in its own context. `faults`
+    play on every conversation, as in `transport(faults=...)`.
     """
-    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget))
+    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults))

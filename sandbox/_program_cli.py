@@ -1,7 +1,7 @@
 """The commands for learners in another language: `sandbox init go DIR` and `sandbox grade [N] -- CMD`.
 
 `cli.py` registers them (`add_commands`); this module parses their options and hands the work to
-`_scaffold` (a new Go module) and `grading._grade` (the program, case by case). It touches only what
+`_scaffold` (a new Go module) and `grading.programs._grade` (the program, case by case). It touches only what
 those do: the folder `init` is given, and the report `grade` is asked for.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 from ._exceptions import SandboxError
 from ._scaffold import ScaffoldError, init_go
-from .grading._language import LANGUAGES, detect_language
-from .grading._meta import ChallengeInfo, find_root, load_challenges, select
-from .grading._program_cases import CASES, program_title
+from .grading.judge._language import LANGUAGES, detect_language
+from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading.programs._program_cases import CASES, program_title
 from .wire import PROVIDERS
 
 __all__ = ["GRADE_TIMEOUT", "CommandLineError", "add_commands"]
@@ -80,7 +80,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .grading._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
+    from .grading.programs._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
 
     if not args.program:
         raise CommandLineError(

@@ -29,10 +29,10 @@ from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._program_cli import add_commands
 from ._transport import transport
-from .grading._meta import ChallengeInfo, find_root, load_challenges, select
-from .grading._progress import Progress
-from .grading._state import State
-from .grading._transcript import describe_call, describe_message, quote
+from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading.judge._progress import Progress
+from .grading.judge._state import State
+from .grading.judge._transcript import describe_call, describe_message, quote
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -118,6 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+    serve_.add_argument(
+        "--faults", default=None, metavar="SPEC", help="faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
+    )
     add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
     return parser
 
@@ -228,7 +231,7 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
-    from .grading._dialogue import call_key  # pytest, which only replay and grade need
+    from .grading.judge._dialogue import call_key  # pytest, which only replay and grade need
 
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
@@ -299,7 +302,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
-    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget)
+    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""
@@ -310,6 +313,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Every request plays scenario {engine.pinned.name!r}.")
         else:
             print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
+        if engine.faults.faults:
+            print(f"  Faults in every conversation: {', '.join(map(repr, engine.faults.faults))}.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()

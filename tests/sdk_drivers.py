@@ -35,7 +35,7 @@ def openai_chat(scenario_name: str, *, stream: bool = False, **options: Any) -> 
     import openai
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
+    client = openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
@@ -73,7 +73,7 @@ def openai_responses(scenario_name: str, *, stream: bool = False, **options: Any
     import openai
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
+    client = openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
             {
@@ -108,7 +108,7 @@ def anthropic_messages(scenario_name: str, *, stream: bool = False, **options: A
     import anthropic
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, **options)
+    client = anthropic.Anthropic(api_key="sk-ant-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in scenario.tools
@@ -210,7 +210,7 @@ def openai_responses_reasoning(
     import openai
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
+    client = openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:
         tools: Any = [
             {"type": "function", "name": t.name, "parameters": t.parameters, "strict": False} for t in scenario.tools
@@ -243,7 +243,7 @@ def anthropic_thinking(
     import anthropic
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, **options)
+    client = anthropic.Anthropic(api_key="sk-ant-test", **{"max_retries": 0, **options})
     with client:
         tools: Any = [{"name": t.name, "input_schema": t.parameters} for t in scenario.tools]
         messages: list[Any] = [{"role": "user", "content": scenario.prompt}]

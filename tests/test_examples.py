@@ -19,8 +19,8 @@ import pytest
 
 from sandbox._scaffold import GO_SOURCES, init_go
 from sandbox.cli import main
-from sandbox.grading.judge._lessons import END, REPORT, STREAM, Lesson, lesson_for
 from sandbox.grading.judge._language import detect_language
+from sandbox.grading.judge._lessons import END, REPORT, STREAM, Lesson, lesson_for
 from sandbox.grading.programs._program_cases import CASES
 from sandbox.wire import PROVIDERS, Rule
 
@@ -99,7 +99,12 @@ def test_the_go_reference_passes_every_challenge_on_all_four_wire_formats(
 @pytest.mark.parametrize(
     ("mistake", "challenge", "failing", "lesson"),
     [
-        ("assistant_text", "2", "finishes_the_task_within_the_bound[single_call-", lesson_for(Rule.RESULT_WITHOUT_TURN)),
+        (
+            "assistant_text",
+            "2",
+            "finishes_the_task_within_the_bound[single_call-",
+            lesson_for(Rule.RESULT_WITHOUT_TURN),
+        ),
         ("unbounded", "2", "gives_up_at_the_bound[runaway-", lesson_for(Rule.BUDGET)),
         ("no_sequence", "4", "the_report_names_the_bound_and_the_calls[runaway-", REPORT),
         ("stop_reason", "6", "ends_when_the_call_list_is_empty[stop_reason_mismatch-", END),
@@ -129,7 +134,7 @@ def test_a_go_mistake_fails_with_the_rule_named_in_go(
         assert test["status"] == "failed"
         assert names_rule(test["output"], lesson), test["output"]
         # Go's names, never skyl's Python ones.
-        for python in ("resp.message", "resp.tool_calls()", "assistant_text(", "resp.text()", "f'", "f\""):
+        for python in ("resp.message", "resp.tool_calls()", "assistant_text(", "resp.text()", "f'", 'f"'):
             assert python not in test["output"], (python, test["output"])
 
 
@@ -159,7 +164,9 @@ def test_a_stream_rebuilt_from_the_last_fragment_is_told_to_join_the_fragments(
     go_programs: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     report = tmp_path / "results.json"
-    status, _ = grade(capsys, "5", "--wire", "openai,anthropic", "--report", str(report), "--", str(go_programs / "last_fragment"))
+    status, _ = grade(
+        capsys, "5", "--wire", "openai,anthropic", "--report", str(report), "--", str(go_programs / "last_fragment")
+    )
     assert status == 1
     failed = [test for test in json.loads(report.read_text())["tests"] if test["status"] == "failed"]
     assert failed
@@ -200,7 +207,9 @@ def test_a_room_of_go_submissions_gets_one_honest_report_each(
             "./loop-bin",
         )
     assert statuses == {"alice": 0, "bob": 1, "carol": 1}
-    alice, bob, carol_report = (json.loads((reports / f"{name}.json").read_text()) for name in ("alice", "bob", "carol"))
+    alice, bob, carol_report = (
+        json.loads((reports / f"{name}.json").read_text()) for name in ("alice", "bob", "carol")
+    )
     assert alice["score"] == ALL_CASES == len(alice["tests"])
     assert 0 < len(bob["tests"]) == ALL_CASES > bob["score"]
     assert all(
@@ -263,7 +272,11 @@ def test_the_javascript_feedback_names_the_javascript_api(
     mistake = tmp_path / "mistake.mjs"
     source = JS_LOOP.read_text()
     assert "req.messages.push(resp.message);" in source
-    mistake.write_text(source.replace("req.messages.push(resp.message);", 'req.messages.push({ role: "assistant", text: resp.text, calls: [] });'))
+    mistake.write_text(
+        source.replace(
+            "req.messages.push(resp.message);", 'req.messages.push({ role: "assistant", text: resp.text, calls: [] });'
+        )
+    )
     _, out = grade(capsys, "2", "--wire", "anthropic", "--", node, str(mistake))
     assert names_rule(out, lesson_for(Rule.RESULT_WITHOUT_TURN), "js"), out
     assert "skyl." not in out and "resp.tool_calls()" not in out, out

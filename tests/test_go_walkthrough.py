@@ -39,7 +39,10 @@ def challenge_states(out: str) -> dict[str, str]:
 def test_the_go_walkthrough_runs_as_written_from_an_empty_folder(
     go: str, go_env: dict[str, str], tmp_path: Path
 ) -> None:
-    env = {**go_env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), str(Path(go).parent), os.environ["PATH"]])}
+    env = {
+        **go_env,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), str(Path(go).parent), os.environ["PATH"]]),
+    }
     here = tmp_path / "learner"
     here.mkdir()
     outputs: list[tuple[str, int, str]] = []
@@ -107,7 +110,18 @@ def test_the_wheel_ships_the_go_sources(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(source),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -121,7 +135,9 @@ def test_the_wheel_ships_the_go_sources(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("occupied", [True, False])
-def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str], occupied: bool) -> None:
+def test_init_refuses_a_folder_that_is_not_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], occupied: bool
+) -> None:
     from sandbox.cli import main
 
     target = tmp_path / "mine"

@@ -90,6 +90,8 @@ class Rule(str, enum.Enum):
     NOT_FOUND = "not_found"
     """Unknown path or method."""
     TOO_LARGE = "too_large"
+    FAULT = "fault"
+    """Sandbox only: a scripted fault (rate limit, overload, server error), not the loop's mistake."""
 
 
 @dataclass(frozen=True)
