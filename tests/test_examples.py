@@ -134,7 +134,7 @@ def test_a_go_mistake_fails_with_the_rule_named_in_go(
         assert test["status"] == "failed"
         assert names_rule(test["output"], lesson), test["output"]
         # Go's names, never skyl's Python ones.
-        for python in ("resp.message", "resp.tool_calls()", "assistant_text(", "resp.text()", "f'", 'f"'):
+        for python in ("resp.message", "resp.tool_calls()", "assistant_text(", "resp.text()", "tool_result_message("):
             assert python not in test["output"], (python, test["output"])
 
 
@@ -221,7 +221,7 @@ def test_a_room_of_go_submissions_gets_one_honest_report_each(
     assert carol_report["score"] == 0 and len(carol_report["tests"]) == ALL_CASES
     line = next(number for number, text in enumerate(carol.read_text().splitlines(), 1) if "return resp nil" in text)
     for test in carol_report["tests"]:
-        assert test["output"].startswith("The program did not build (exit status 1), so no case could run.")
+        assert test["output"].startswith("The program did not build (exit status 2), so no case could run.")
         assert f"main.go:{line}:16: syntax error: unexpected nil" in test["output"], test["output"]
 
 

@@ -56,7 +56,12 @@ def test_the_go_walkthrough_runs_as_written_from_an_empty_folder(
         outputs.append((command, done.returncode, done.stdout + done.stderr))
     (init, init_status, init_out), (build, build_status, build_out), two, every = outputs
     assert init == "sandbox init go myloop" and init_status == 0, init_out
-    assert sorted(path.name for path in (tmp_path / "learner" / "myloop").iterdir()) == ["go.mod", "main.go", "skyl"]
+    assert sorted(path.name for path in (tmp_path / "learner" / "myloop").iterdir()) == [
+        "go.mod",
+        "loop",
+        "main.go",
+        "skyl",
+    ]  # nothing else: no .hypothesis/
     assert build_status == 0, build_out
     # "the lesson's loop as written: 20/20 on all four wire formats"
     assert two[1] == 0 and re.search(r"02_bounded_loop\s+passed\s+\S+\s+20/20", two[2]), two[2]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import shlex
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +139,9 @@ def grade(
         out.flush()
 
     shown = shlex.join(command)
+    # Hypothesis keeps a cache of constants under .hypothesis/ in the current folder: the learner's own.
+    hypothesis_home = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
+    _use_hypothesis_home(hypothesis_home.name)
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
         echo(f"Building: {build}")
@@ -159,6 +163,8 @@ def grade(
                 results.record(item.nodeid, outcome, output)
     finally:
         session.endpoint.close()
+        _use_hypothesis_home(None)
+        hypothesis_home.cleanup()
     echo("")
     advice = _unspoken(session, planned)
     if advice:
@@ -189,6 +195,12 @@ def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
     except pytest.fail.Exception as failure:
         return FAILED, str(failure.msg)
     return PASSED, ""
+
+
+def _use_hypothesis_home(directory: str | None) -> None:
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(directory)
 
 
 def _judge_generated(session: Session, item: Planned) -> None:

@@ -249,7 +249,7 @@ class ProgramDialogue(Verdicts):
                 "requests, not fewer.",
                 details=_stderr(run),
                 exchange=self.journal.last,
-                lesson=TOOL_FAILED_GOES_BACK if self.desk.failed_in_turn(made) else BOUND,
+                lesson=self._lesson_for_early_exit(run, made),
             )
         last = self.journal.last
         assert last is not None
@@ -346,6 +346,16 @@ class ProgramDialogue(Verdicts):
             "to grade.",
             details=_stderr(run),
         )
+
+    def _lesson_for_early_exit(self, run: ProgramRun, made: int) -> Lesson:
+        """Why a program stopped before the bound on a runaway: a tool of that turn failed, it could not
+        rebuild the turn it streamed (its stderr does not read as a report), or its bound is too low."""
+        last = self.journal.last
+        if self.desk.failed_in_turn(made):
+            return TOOL_FAILED_GOES_BACK
+        if last is not None and last.is_stream and not _GAVE_UP.search(run.stderr):
+            return STREAM
+        return BOUND
 
     def _lesson_for_exit(self, run: ProgramRun) -> Lesson | None:
         """Why a program stopped while the model was still working: a tool of that turn failed, or
