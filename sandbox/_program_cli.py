@@ -50,7 +50,11 @@ def add_commands(command: Command, where: argparse.ArgumentParser) -> None:
     )
     grade_.add_argument("--report", type=Path, default=None, metavar="PATH", help="write Gradescope results.json")
     grade_.add_argument(
-        "--timeout", type=float, default=GRADE_TIMEOUT, metavar="S", help=f"seconds per case (default {GRADE_TIMEOUT})"
+        "--timeout",
+        type=float,
+        default=GRADE_TIMEOUT,
+        metavar="S",
+        help=f"seconds per case (default {GRADE_TIMEOUT:g})",
     )
     grade_.add_argument(
         "--build",
@@ -72,7 +76,8 @@ def _init(args: argparse.Namespace) -> int:
         written = init_go(folder)
     except (ScaffoldError, OSError) as error:
         raise CommandLineError(str(error)) from None
-    print(f"Created a Go module in {folder}: " + ", ".join(str(path) for path in written))
+    tops = sorted({path.parts[0] + ("/" if len(path.parts) > 1 else "") for path in written})
+    print(f"Created a Go module in {folder} ({len(written)} files): {', '.join(tops)}")
     print("main.go holds the lesson's loop as the lesson writes it; skyl/ is the client it imports. Next:")
     print(f"    cd {folder}")
     print("    go build -o loop . && sandbox grade -- ./loop")

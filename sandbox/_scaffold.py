@@ -56,6 +56,6 @@ def init_go(target: Path) -> list[Path]:
     skyl = target / "skyl"
     skyl.mkdir()
     for source in sorted((GO_SOURCES / "skyl").iterdir()):
-        if source.suffix == ".go" or source.name == "go.mod":
+        if (source.suffix == ".go" and not source.name.endswith("_test.go")) or source.name == "go.mod":
             shutil.copyfile(source, skyl / source.name)
     return sorted(path.relative_to(target) for path in target.rglob("*") if path.is_file())

@@ -80,6 +80,20 @@ def test_go_vet_finds_nothing(go: str, go_env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_go_client_passes_its_own_tests(go: str, go_env: dict[str, str]) -> None:
+    """skyl's stream decoding and echo rules, case by case (sandbox/golang/skyl/skyl_test.go)."""
+    done = subprocess.run(
+        [go, "test", "./..."],
+        cwd=GO_SOURCES / "skyl",
+        env=go_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
+
+
 def test_the_go_reference_passes_every_challenge_on_all_four_wire_formats(
     go_programs: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

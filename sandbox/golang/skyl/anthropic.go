@@ -147,7 +147,7 @@ func anthropicPart(raw json.RawMessage) (Part, error) {
 			return Text{*block.Text}, nil
 		}
 	case "tool_use":
-		return ToolCall{ID: block.ID, Name: block.Name, Arguments: block.Input}, nil
+		return ToolCall{ID: block.ID, Name: block.Name, Arguments: arguments(ToolCall{Arguments: block.Input})}, nil
 	case "thinking":
 		summary := ""
 		if block.Thinking != nil {

@@ -114,9 +114,9 @@ func (chat) decode(data []byte) (*Response, error) {
 		message.Content = append(message.Content, Text{*choice.Message.Content})
 	}
 	for _, call := range choice.Message.ToolCalls {
-		message.Content = append(message.Content, ToolCall{
-			ID: call.ID, Name: call.Function.Name, Arguments: json.RawMessage(call.Function.Arguments),
-		})
+		parsed := ToolCall{ID: call.ID, Name: call.Function.Name, Arguments: json.RawMessage(call.Function.Arguments)}
+		parsed.Arguments = arguments(parsed)
+		message.Content = append(message.Content, parsed)
 	}
 	return &Response{
 		Message: message, StopReason: chatStop(choice.FinishReason), Model: body.Model, ID: body.ID,

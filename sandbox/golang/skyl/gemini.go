@@ -267,7 +267,9 @@ func geminiRead(raw json.RawMessage) ([]Part, error) {
 		if id == "" {
 			id = fmt.Sprintf("%s%d", localID, atomic.AddInt64(&callCount, 1))
 		}
-		parts = append(parts, ToolCall{ID: id, Name: part.FunctionCall.Name, Arguments: part.FunctionCall.Args})
+		call := ToolCall{ID: id, Name: part.FunctionCall.Name, Arguments: part.FunctionCall.Args}
+		call.Arguments = arguments(call)
+		parts = append(parts, call)
 	case part.Text != nil && *part.Text != "":
 		parts = append(parts, Text{*part.Text})
 	}

@@ -163,8 +163,9 @@ func (responses) decode(data []byte) (*Response, error) {
 		case "reasoning":
 			message.Content = append(message.Content, responsesReasoning(raw, item))
 		case "function_call":
-			message.Content = append(message.Content, ToolCall{ID: item.CallID, Name: item.Name,
-				Arguments: json.RawMessage(item.Arguments), Meta: map[string]string{"item_id": item.ID}})
+			call := ToolCall{ID: item.CallID, Name: item.Name, Meta: map[string]string{"item_id": item.ID}}
+			call.Arguments = arguments(ToolCall{Arguments: json.RawMessage(item.Arguments)})
+			message.Content = append(message.Content, call)
 		case "message":
 			for _, content := range item.Content {
 				switch content.Type {
