@@ -78,10 +78,13 @@ class SandboxApp:
         client = scope.get("client")
         sender = f"{client[0]}:{client[1]}" if client else ""  # the connection: see the repeat guard
         query = scope.get("query_string", b"").decode("latin-1")
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers", ())}
         if len(body) <= INLINE_BYTES:
-            exchange = self.engine.handle(method, path, body, client=sender, query=query)
+            exchange = self.engine.handle(method, path, body, client=sender, query=query, headers=headers)
         else:
-            exchange = await asyncio.to_thread(self.engine.handle, method, path, body, client=sender, query=query)
+            exchange = await asyncio.to_thread(
+                self.engine.handle, method, path, body, client=sender, query=query, headers=headers
+            )
         if exchange.delivery is not None:  # a scripted fault: slowed, or the connection cut
             await asgi_deliver(send, exchange.status, dict(exchange.headers), exchange.chunks, exchange.delivery)
             return
@@ -254,8 +257,11 @@ def serve(
     head_timeout: float = HEAD_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
     ready: Callable[[], None] | None = None,
+    wrap: Callable[[SandboxApp], Any] | None = None,
 ) -> None:
-    """Run the sandbox under uvicorn until interrupted; `ready` runs once the port is bound."""
+    """Run the sandbox under uvicorn until interrupted; `ready` runs once the port is bound.
+
+    `wrap` puts an ASGI app around the sandbox's (the workshop room mounts itself beside it)."""
     import uvicorn
 
     sock = _listen(host, port)
@@ -265,8 +271,9 @@ def serve(
     quiet = QuietLog()
     for name in ("uvicorn", "uvicorn.error", "asyncio"):
         logging.getLogger(name).addFilter(quiet)
+    app = SandboxApp(engine, body_timeout=body_timeout)
     config = uvicorn.Config(
-        SandboxApp(engine, body_timeout=body_timeout),
+        wrap(app) if wrap is not None else app,
         host=host,
         port=port,
         log_level=log_level,

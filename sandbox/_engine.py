@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
 from ._kept import KeptState
@@ -27,8 +28,9 @@ from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._types import ToolCall
 from ._wrong_path import wrong_path
+from .clouds import CloudRefusal, CloudRoute
 from .faults import Applied, Delivery, Fault, FaultError, FaultPlan, fault_error, parse_faults, shape
-from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
+from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
 from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key"]
@@ -150,15 +152,33 @@ class Engine:
         the clients of providers that keep it (see `_kept`)."""
         self._repeats = _RepeatGuard(budget)
 
-    def handle(self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None) -> Exchange:
+    def handle(
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        client: str = "",
+        query: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Exchange:
         """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
 
         `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
         `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
-        (a direct call, no URL) streams SSE.
+        (a direct call, no URL) streams SSE. `headers` (lower-case names) are read only at the clouds'
+        paths (Azure OpenAI, Vertex AI), whose front ends check a key.
         """
         found = route(path)
         digest = _request_digest(method, path, body)
+        cloud: CloudRoute | None = None
+        if found is None and method.upper() == "POST":
+            translated = clouds.translate(path, query or "", headers or {}, body)
+            if isinstance(translated, CloudRefusal):
+                wire = get_wire_format(translated.provider)
+                return _error_exchange(method, path, body, wire, translated.error, None, digest)
+            if translated is not None:
+                cloud, found, body = translated, route(translated.path), translated.body
         if found is None or method.upper() != "POST":
             wire, not_found = wrong_path(method, path)
             return _error_exchange(method, path, body, wire, not_found, None, digest)
@@ -174,6 +194,10 @@ class Engine:
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
             _check_size(wire, conversation)
+            if cloud is not None:
+                if self.pinned is None and conversation.model not in self.scenarios:
+                    raise clouds.not_found(cloud)
+                conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
             if exchange.turn is not None and exchange.delivers_turn:
                 self.kept.keep(expanded, wire, conversation, exchange.turn)

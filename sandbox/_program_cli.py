@@ -2,7 +2,8 @@
 
 `cli.py` registers them (`add_commands`); this module parses their options and hands the work to
 `_scaffold` (a new Go module) and `grading.programs._grade` (the program, case by case). It touches only what
-those do: the folder `init` is given, and the report `grade` is asked for.
+those do: the folder `init` is given, the report `grade` is asked for, and (with `--room`) the
+workshop room the verdicts are posted to.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ._scaffold import ScaffoldError, init_go
 from .grading.judge._language import LANGUAGES, detect_language
 from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
 from .grading.programs._program_cases import CASES, program_title
+from .room import _cli as room
 from .wire import PROVIDERS
 
 __all__ = ["GRADE_TIMEOUT", "CommandLineError", "add_commands"]
@@ -68,6 +70,7 @@ def add_commands(command: Command, where: argparse.ArgumentParser) -> None:
         default=None,
         help="the program's language, for the names in the feedback (default: read from the command and the build)",
     )
+    room.add_join_options(grade_)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -112,13 +115,18 @@ def _grade(args: argparse.Namespace) -> int:
             choices = "\n".join(f"- {info.number}: {info.name}" for info in programs)
             raise CommandLineError(f"{found.name} grades Python code only so far. A program is graded on:\n{choices}")
         chosen = [found]
-    return grade(
-        args.program,
-        plan([info.name for info in chosen], providers),
-        out=sys.stdout,
-        timeout=args.timeout,
-        report=args.report,
-        build=args.build,
-        language=args.lang or detect_language(args.program, args.build),
-        titles={info.name: program_title(info.name, info.title) for info in chosen},
+    language = args.lang or detect_language(args.program, args.build)
+    return room.around_grade(
+        args,
+        lambda observe: grade(
+            args.program,
+            plan([info.name for info in chosen], providers),
+            out=sys.stdout,
+            timeout=args.timeout,
+            report=args.report,
+            build=args.build,
+            language=language,
+            titles={info.name: program_title(info.name, info.title) for info in chosen},
+            observe=observe,
+        ),
     )

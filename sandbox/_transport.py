@@ -120,6 +120,21 @@ def _stream_class(module: ModuleType) -> type:
 _HTTPX_STREAM = _stream_class(httpx)
 
 
+def answer_request(engine: Engine, journal: Journal, request: Any, body: bytes) -> Exchange:
+    """Answer an httpx or httpx2 request (they share every attribute read here), whose body is `body`."""
+    query = request.url.query
+    exchange = engine.handle(
+        request.method,
+        request.url.path,
+        body,
+        client=caller_key(),
+        query=query.decode("latin-1") if isinstance(query, bytes) else query,
+        headers=dict(request.headers.items()),
+    )
+    journal.append(exchange)
+    return exchange
+
+
 class _Door:
     def __init__(
         self,
@@ -130,23 +145,20 @@ class _Door:
         self.engine = engine
         self.journal = Journal(journal_size, journal_bytes)
 
-    def _exchange(self, method: str, path: str, body: bytes, query: bytes | str = b"") -> Exchange:
-        query = query.decode("latin-1") if isinstance(query, bytes) else query
-        exchange = self.engine.handle(method, path, body, client=caller_key(), query=query)
-        self.journal.append(exchange)
-        return exchange
+    def _exchange(self, request: Any, body: bytes) -> Exchange:
+        return answer_request(self.engine, self.journal, request, body)
 
 
 class SandboxTransport(_Door, httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport (sync and async) answering with the sandbox; the path picks the wire format."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        exchange = self._exchange(request.method, request.url.path, request.read(), request.url.query)
+        exchange = self._exchange(request, request.read())
         response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
         return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        exchange = self._exchange(request.method, request.url.path, await request.aread(), request.url.query)
+        exchange = self._exchange(request, await request.aread())
         response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
         return response
 
@@ -228,11 +240,11 @@ class Httpx2Transport(_Door):
         self._stream = _stream_class(self._httpx2)
 
     def handle_request(self, request: Any) -> Any:
-        exchange = self._exchange(request.method, request.url.path, request.read(), request.url.query)
+        exchange = self._exchange(request, request.read())
         return _to_response(self._httpx2, self._stream, exchange, request)
 
     async def handle_async_request(self, request: Any) -> Any:
-        exchange = self._exchange(request.method, request.url.path, await request.aread(), request.url.query)
+        exchange = self._exchange(request, await request.aread())
         return _to_response(self._httpx2, self._stream, exchange, request)
 
     def close(self) -> None:

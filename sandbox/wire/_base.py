@@ -120,6 +120,9 @@ class Conversation:
     """Normalised: None (not sent), `auto`, `none`, `required`, or a tool name."""
     stream: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    cloud: str | None = None
+    """The cloud the request came through (`azure`, `vertex`; None: the provider's own API), whose
+    front end words some errors its own way (see `sandbox.clouds`)."""
 
     @property
     def forced_tool_choice(self) -> bool:

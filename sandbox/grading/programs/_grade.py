@@ -17,7 +17,7 @@ import importlib
 import os
 import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -130,9 +130,12 @@ def grade(
     cwd: str | None = None,
     titles: Mapping[str, str] | None = None,
     language: str = "other",
+    observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
 ) -> int:
     """Run every planned case; print the failures and the summary; return the exit status. `build`
-    is a shell line, run once in `cwd` first; `language` picks the names the feedback uses."""
+    is a shell line, run once in `cwd` first; `language` picks the names the feedback uses.
+
+    `observe` sees every verdict once all are final (the workshop room's hook: it posts them)."""
 
     def echo(text: str = "", end: str = "\n") -> None:
         out.write(text + end)
@@ -166,6 +169,8 @@ def grade(
         _use_hypothesis_home(None)
         hypothesis_home.cleanup()
     echo("")
+    if observe is not None:
+        observe(planned, outcomes)
     advice = _unspoken(session, planned)
     if advice:
         echo("\n" + advice)
