@@ -44,14 +44,15 @@ class Served:
 
 
 @contextlib.contextmanager
-def serving_room(db: Path, **options: Any) -> Iterator[Served]:
-    """Serve the sandbox with a room on `db` until the block ends."""
+def serving_room(db: Path, *, port: int = 0, **options: Any) -> Iterator[Served]:
+    """Serve the sandbox with a room on `db` until the block ends (on `port`, or any free one)."""
     rates = {name: options.pop(name) for name in ("join_rate", "post_rate") if name in options}
     store = Store(db)
     service = RoomService(store, titles=options.pop("titles", TITLES), min_interval=0.05, **options)
     app = RoomApp(SandboxApp(RecordingEngine()), service, **rates)
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     instance = uvicorn.Server(config)
     thread = threading.Thread(target=instance.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -11,8 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sandbox.grading.judge._lessons import lesson_for
 from sandbox.room import RoomService, Store
 from sandbox.room._model import Room, parse_run
+from sandbox.wire import Rule
 from tests.room_server import APPEND_ONCE, TURN_FIRST, Learner, run, serving_room
 
 HOSTILE = "<script>window.pwned=1</script><img src=x onerror=alert(1)>"
@@ -266,7 +268,11 @@ def test_room_knows_a_learners_loop_by_its_api_key(served, where: str) -> None: 
     assert stranger.status_code == 400
     (conversation,) = served.instructor("/api/learners/ada").json()["conversations"]
     assert conversation["requests"] == 2 and conversation["model"] == "single_call"
-    assert conversation["outcome"]["status"] == 400 and conversation["outcome"]["rule"]
+    assert conversation["outcome"]["status"] == 400 and conversation["outcome"]["kind"] == "missing_result"
     marked = [entry for entry in conversation["entries"] if entry["mark"]]
     assert marked and marked[0]["role"] == "assistant", conversation["entries"]
     assert served.instructor("/api/state").json()["learners"][0]["rejected"] == 1
+    lesson = lesson_for(Rule.MISSING_RESULT).rule
+    assert conversation["outcome"]["rule"] == marked[0]["mark"] == lesson, "marked with the lesson's own words"
+    rules = served.instructor("/api/state").json()["rules"]
+    assert rules == [{"rule": lesson, "learners": 1, "names": ["ada"], "challenges": ["their own loop"]}]

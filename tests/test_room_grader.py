@@ -74,10 +74,22 @@ def test_pytest_room_posts_tallies_rules_and_feedback_never_code(tmp_path: Path)
         for line in source.splitlines():
             if len(line.strip()) > 12 and not line.strip().startswith(("#", '"', "from", "import")):
                 assert line.strip() not in posted, f"the learner's code reached the room: {line.strip()!r}"
-        again = _pytest(tmp_path, "--room", served.room, "--name", "Ada")  # the cached token: the same learner
+        cached = (tmp_path / "rooms.json").read_text(encoding="utf-8")
+        again = _pytest(tmp_path, "--room", served.base, "--name", "Ada")  # the cached token: the same learner
         assert "room: this run is on the room's page as 'Ada'" in again.stdout, again.stdout[-1500:]
         (row,) = served.instructor("/api/state").json()["learners"]
         assert row["cells"]["01_apply_tool_results"]["streak"] == 2
+        assert (tmp_path / "rooms.json").read_text(encoding="utf-8") == cached, "one join per learner, not per run"
+
+
+def test_pytest_room_joins_again_when_the_room_forgot_the_token(tmp_path: Path) -> None:
+    port = _closed_port()
+    with serving_room(tmp_path / "first.db", port=port) as served:
+        assert "on the room's page as 'Ada'" in _pytest(tmp_path, "--room", served.room, "--name", "Ada").stdout
+    with serving_room(tmp_path / "fresh.db", port=port) as fresh:  # the same URL, a new room: the token is unknown
+        done = _pytest(tmp_path, "--room", fresh.room, "--name", "Ada")
+        assert "on the room's page as 'Ada'" in done.stdout, done.stdout[-1500:]
+        assert [row["name"] for row in fresh.instructor("/api/state").json()["learners"]] == ["Ada"]
 
 
 def test_pytest_room_joins_from_the_environment(tmp_path: Path) -> None:

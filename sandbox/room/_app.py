@@ -62,11 +62,12 @@ _ASSETS = {"room.css": "text/css; charset=utf-8", "room.js": "text/javascript; c
 class RoomApp:
     """The sandbox's ASGI app with the room beside it."""
 
-    def __init__(self, inner: ASGIApp, service: RoomService, *, join_rate: float = 1.0, post_rate: float = 2.0) -> None:
+    def __init__(self, inner: ASGIApp, service: RoomService, *, join_rate: float = 2.0, post_rate: float = 2.0) -> None:
         self.inner = inner
         self.service = service
-        self.joins = RateLimit(join_rate, burst=20)
-        """Joins per client address: a classroom behind one NAT joins at once, a script cannot mint names."""
+        self.joins = RateLimit(join_rate, burst=200)
+        """Joins per client address: a classroom of 100 behind one NAT joins at once; a script minting
+        names is held to `join_rate` a second once past that."""
         self.posts = RateLimit(post_rate, burst=10)
         """Posts per learner: a grader posts once per run; `sandbox watch` a few times a minute."""
 
@@ -123,7 +124,7 @@ class RoomApp:
                     429, "too_many_posts", "Too many posts for one learner: wait a moment.", retry_after=wait
                 )
             await self.service.post_run(name, await _body(receive))
-            await _json(send, 202, {"accepted": True, "name": name})
+            await _json(send, 202, {"accepted": True, "name": name, "version": self.service.room.version})
         elif path == "/api/me" and method == "GET":
             name = await self.service.learner_for_token(bearer(scope))
             await _json(send, 200, {"name": name, "row": _row(self.service, name)})

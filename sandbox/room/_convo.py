@@ -5,9 +5,11 @@ by the API key it sends, the way a real provider knows its callers: `Authorizati
 `x-api-key: KEY` (Anthropic), `x-goog-api-key: KEY` or `?key=KEY` (Gemini). Each learner gets their
 own key at join, so any language's loop, pointed at the room's server, shows up under their name.
 
-A conversation is a run of requests whose history grows: a request continues the learner's open
-conversation with the same provider, model and first message when it carries more messages than the
-last one did, and starts a new conversation otherwise (the loop ran again).
+A refused turn is marked with the lesson's rule it breaks (the grader's own words), and the
+provider's error beside it. A conversation is a run of requests whose history grows: a request
+continues the learner's open conversation with the same provider, model and first message when it
+carries more messages than the last one did, and starts a new conversation otherwise (the loop ran
+again).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from .._engine import Exchange
 from .._types import Message, Reasoning, Text, ToolCall, ToolResult
+from ..grading.judge._lessons import lesson_for
 
 __all__ = ["Conversations", "api_key_of"]
 
@@ -180,7 +183,7 @@ class Conversations:
     @staticmethod
     def _chat(exchange: Exchange, items: list[Any], model: str, at: float, requests: int) -> dict[str, Any]:
         error = exchange.error
-        rule = error.rule.value if error is not None else None
+        rule = lesson_for(error.rule).rule if error is not None else None
         conversation = exchange.conversation
         if conversation is not None:
             marked = error.message_index if error is not None else None
@@ -204,7 +207,13 @@ class Conversations:
             ]
         outcome = None
         if error is not None:
-            outcome = {"status": exchange.status, "rule": rule, "message": _clip(error.message), "index": marked}
+            outcome = {
+                "status": exchange.status,
+                "rule": rule,
+                "kind": error.rule.value,
+                "message": _clip(error.message),
+                "index": marked,
+            }
         return {
             "provider": exchange.provider,
             "model": model[:120],

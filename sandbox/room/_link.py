@@ -1,10 +1,11 @@
 """A grader's link to a workshop room: join once, post each run, and never hold grading up.
 
-May touch: the room's URL (HTTP, short timeouts) and the token cache file (`SANDBOX_ROOM_CACHE`, or
-`~/.cache/skyl-sandbox/rooms.json`): one token and API key per room URL, so the next run posts
-under the same name. Runs in the judge's process (pytest's, or `sandbox grade`'s), never in learner
-code. Everything here happens on a background thread; a room that is down, slow or refusing costs
-the grader at most `timeout` seconds at the end of the run, and one line saying so.
+May touch: the room's URL (HTTP, short timeouts, no proxy) and the token cache file
+(`SANDBOX_ROOM_CACHE`, or `~/.cache/skyl-sandbox/rooms.json`): one token and API key per room URL,
+so the next run posts under the same name without joining again. Runs in the judge's process
+(pytest's, or `sandbox grade`'s), never in learner code. Everything here happens on a background
+thread; a room that is down, slow or refusing costs the grader at most a few `timeout`s at the end
+of the run, and one line saying so.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import json
 import os
 import threading
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-__all__ = ["ROOM_ENV", "ROOM_NAME_ENV", "RoomLink", "cache_path"]
+__all__ = ["ROOM_ENV", "ROOM_NAME_ENV", "RoomLink", "cache_path", "room_url"]
 
 ROOM_ENV = "SANDBOX_ROOM"
 ROOM_NAME_ENV = "SANDBOX_ROOM_NAME"
@@ -54,6 +56,13 @@ def _write_cache(url: str, entry: dict[str, Any]) -> None:
         pass  # the next run joins again
 
 
+def room_url(url: str) -> str:
+    """The room's URL as the banner prints it: `http://HOST:PORT` alone means its `/room`."""
+    url = url.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    return url + "/room" if parts.scheme and not parts.path else url
+
+
 class _Refused(Exception):
     """The room answered, and said no: its message is what the learner reads."""
 
@@ -62,7 +71,7 @@ class RoomLink:
     """Joins `url` as `name` in the background; `post(run)` sends a run; `finish()` reports in one line."""
 
     def __init__(self, url: str, name: str, *, timeout: float = TIMEOUT) -> None:
-        self.url = url.rstrip("/")
+        self.url = room_url(url)
         self.name = name
         self.timeout = timeout
         self.lines: list[str] = []
@@ -86,15 +95,22 @@ class RoomLink:
         return data if isinstance(data, dict) else {}
 
     def _join(self) -> None:
+        """The cached token, when this machine has joined this room as this name before (no request:
+        a token the room no longer knows is renewed when a post meets it); else a join."""
         cached = _read_cache().get(self.url)
-        old = cached.get("token") if isinstance(cached, dict) and cached.get("name") == self.name else None
+        if isinstance(cached, dict) and cached.get("name") == self.name and cached.get("token"):
+            self._joined = cached
+            return
+        self._join_now(None)
+
+    def _join_now(self, old: str | None) -> None:
         try:
             try:
                 joined = self._request("POST", "/api/join", {"name": self.name, "token": old})
             except _Refused as refusal:
-                if old is None or "409" not in str(refusal):
+                if old is None or not str(refusal).startswith("409"):
                     raise
-                joined = self._request("POST", "/api/join", {"name": self.name})
+                joined = self._request("POST", "/api/join", {"name": self.name})  # the room forgot us
             self._joined = joined
             _write_cache(self.url, {"name": joined["name"], "token": joined["token"], "api_key": joined["api_key"]})
         except _Refused as refusal:
@@ -114,7 +130,16 @@ class RoomLink:
         if self._joined is None:
             return
         try:
-            self._request("POST", "/api/runs", run, token=self._joined["token"])
+            try:
+                self._request("POST", "/api/runs", run, token=self._joined["token"])
+            except _Refused as refusal:
+                if not str(refusal).startswith("401"):  # an unknown or expired token: join again, once
+                    raise
+                old, self._joined = self._joined["token"], None
+                self._join_now(old)
+                if self._joined is None:
+                    return
+                self._request("POST", "/api/runs", run, token=self._joined["token"])
             self.lines.append(
                 f"room: this run is on the room's page as {self._joined['name']!r}. Your own loop joins it with "
                 f"api_key={self._joined['api_key']} at base_url={self.url.rsplit('/room', 1)[0]}/v1"

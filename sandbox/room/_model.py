@@ -41,6 +41,8 @@ MAX_RULE = 400
 MAX_HEADLINE = 600
 MAX_TEXT = 12_000
 MAX_COUNT = 100_000
+OWN_LOOP = "their own loop"
+"""Where a rule broken by a learner's own loop (seen by the room's server) is counted."""
 MAX_CONVERSATIONS = 12
 """Conversations kept per learner, newest first: enough to see what a loop is doing now."""
 
@@ -233,6 +235,12 @@ class Room:
                         entry = rules.setdefault(rule, {"learners": set(), "challenges": set()})
                         entry["learners"].add(learner.name)
                         entry["challenges"].add(challenge)
+            latest = next(reversed(learner.conversations.values()), None)
+            refused = latest.get("outcome") if latest is not None else None
+            if refused and refused.get("rule"):  # their own loop's last request was refused: broken now
+                entry = rules.setdefault(str(refused["rule"]), {"learners": set(), "challenges": set()})
+                entry["learners"].add(learner.name)
+                entry["challenges"].add(OWN_LOOP)
             idle = self.idle(learner, now)
             rows.append(
                 {

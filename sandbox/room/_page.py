@@ -30,7 +30,7 @@ def _e(value: object) -> str:
 
 def _short(name: str) -> str:
     """`03_append_once` -> `03`: column heads stay narrow; the title is the tooltip."""
-    return name[:2] if name[:2].isdigit() else name[:12]
+    return name[:2] if name[:2].isdigit() else name[:16]
 
 
 def _cell(challenge: str, cell: dict[str, Any] | None) -> str:
@@ -153,13 +153,14 @@ def _chat(conversation: dict[str, Any]) -> str:
     for entry in conversation["entries"]:
         mark = entry.get("mark")
         classes = f"bubble {_e(entry['role'])}" + (" rejected" if mark else "")
-        flag = f'<div class="flag-rule">rejected: {_e(mark)}</div>' if mark else ""
+        flag = f'<div class="flag-rule">refused here: {_e(mark)}</div>' if mark else ""
         role = f'<div class="role">{_e(entry["role"])}</div>'
         bubbles.append(f'<div class="{classes}">{role}{flag}<pre>{_e(entry["text"])}</pre></div>')
     if outcome:
         bubbles.append(
             f'<div class="bubble refusal"><div class="role">provider {outcome["status"]}</div>'
-            f'<div class="flag-rule">rule: {_e(outcome["rule"])}</div><pre>{_e(outcome["message"])}</pre></div>'
+            f'<div class="flag-rule">rule: {_e(outcome["rule"])} ({_e(outcome.get("kind", ""))})</div>'
+            f"<pre>{_e(outcome['message'])}</pre></div>"
         )
     state = "rejected" if outcome else "ok"
     return f'<details class="chat {state}" open><summary>{_e(title)}</summary>{"".join(bubbles)}</details>'
