@@ -510,7 +510,7 @@ def row_learner(settings: Settings) -> list[Row]:
         best = min(saves)
         rows.append(
             Row(
-                "sandbox watch: a save of a failing exercise re-graded (-x, first failure shown)",
+                "sandbox watch: a save of a failing exercise re-graded, up to its first failure",
                 best / base,
                 f"pytest on {count} trivial tests, same venv and config",
                 "< 1 s, <= 1x",
