@@ -8,8 +8,9 @@ What one client can cost the others is bounded here:
 - a body must arrive within `body_timeout` seconds, and a request head within `head_timeout` seconds
   of the connection opening or of the previous answer (uvicorn has no deadline for a head that
   arrives a byte at a time; `_HeadDeadline` adds one);
-- the engine's work on a large request runs in a worker thread, so a small request is answered
-  while a large one is in flight (a small one runs inline: a thread hop would cost more than it);
+- the engine's work on a large request, or one that continues kept state (its history is a stored
+  chain's), runs in a worker thread, so a small request is answered while it is in flight (a small
+  one runs inline: a thread hop would cost more than it);
 - the server's log says each kind of trouble in one line, at most a few times a minute.
 """
 
@@ -24,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ._engine import Engine, Exchange
+from ._engine import Engine, Exchange, owner_key
 from ._exceptions import UsageError
 
 __all__ = ["SandboxApp", "serve"]
@@ -77,10 +78,13 @@ class SandboxApp:
         client = scope.get("client")
         sender = f"{client[0]}:{client[1]}" if client else ""  # the connection: see the repeat guard
         query = scope.get("query_string", b"").decode("latin-1")
-        if len(body) <= INLINE_BYTES:
-            exchange = self.engine.handle(method, path, body, client=sender, query=query)
+        owner = owner_key({name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]})
+        if self.engine.runs_inline(body, INLINE_BYTES):
+            exchange = self.engine.handle(method, path, body, client=sender, query=query, owner=owner)
         else:
-            exchange = await asyncio.to_thread(self.engine.handle, method, path, body, client=sender, query=query)
+            exchange = await asyncio.to_thread(
+                self.engine.handle, method, path, body, client=sender, query=query, owner=owner
+            )
         await _send(send, exchange.status, exchange.headers, exchange.chunks)
 
     def _health(self) -> bytes:

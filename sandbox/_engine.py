@@ -12,17 +12,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import itertools
 import json
 import threading
-import time
 import urllib.parse
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
-from ._kept import KeptState
+from ._kept import DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState
+from ._repeats import REPEAT_WINDOW, RepeatGuard, history_keys
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._types import ToolCall
@@ -30,13 +30,11 @@ from ._wrong_path import wrong_path
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
 from .wire._sse import dumps, to_bytes
 
-__all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key"]
+__all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
 
 DEFAULT_BUDGET = 50
 """Model requests one conversation may make before the sandbox stops it as a runaway."""
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
-_REPEAT_WINDOW = 2.0
-"""Seconds: identical requests closer together than this count toward the budget as one runaway."""
 MAX_MESSAGES = 4096
 """Messages (neutral: one per tool result) in one request. [INF] A sandbox limit, not a provider's:
 a conversation within the budget of 50 turns needs a small fraction of it, and it keeps the cost of
@@ -78,29 +76,6 @@ class Exchange:
         return self.headers.get("content-type", "").startswith("text/event-stream")
 
 
-class _RepeatGuard:
-    """Counts identical requests, the one runaway the history cannot show: a loop that resends the
-    same request without appending anything. Counts reset after `window` seconds of quiet, so
-    re-running a test suite is never mistaken for a loop."""
-
-    def __init__(self, limit: int, window: float = _REPEAT_WINDOW, size: int = 10_000) -> None:
-        self.limit = limit
-        self.window = window
-        self._size = size
-        self._seen: OrderedDict[str, tuple[int, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def count(self, key: str) -> int:
-        now = time.monotonic()
-        with self._lock:
-            seen, last = self._seen.pop(key, (0, now))
-            seen = seen + 1 if now - last <= self.window else 1
-            self._seen[key] = (seen, now)
-            if len(self._seen) > self._size:
-                self._seen.popitem(last=False)
-            return seen
-
-
 class Engine:
     """Answers requests for a scenario.
 
@@ -115,9 +90,15 @@ class Engine:
         scenarios: Mapping[str, Scenario] | None = None,
         budget: int = DEFAULT_BUDGET,
         max_body_bytes: int = DEFAULT_MAX_BODY,
+        kept: int = DEFAULT_MAX_KEPT,
+        kept_mib: float = DEFAULT_MAX_KEPT_BYTES / (1024 * 1024),
     ) -> None:
         if not isinstance(budget, int) or budget < 1:
             raise UsageError(f"budget={budget!r}: use a whole number of requests, at least 1.")
+        if not isinstance(kept, int) or kept < 0:
+            raise UsageError(f"kept={kept!r}: use a whole number of stored responses and thread turns, 0 or more.")
+        if not isinstance(kept_mib, (int, float)) or not 0 <= kept_mib < 1024 * 1024:
+            raise UsageError(f"kept_mib={kept_mib!r}: use a number of MiB, 0 or more (64 by default).")
         self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
         if isinstance(scenario, str):
             if scenario not in self.scenarios:
@@ -129,20 +110,25 @@ class Engine:
         self.pinned: Scenario | None = scenario
         self.budget = budget
         self.max_body_bytes = max_body_bytes
-        self.kept = KeptState()
+        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024))
         """Threads and stored responses (`previous_response_id`): the one state the engine keeps, for
         the clients of providers that keep it (see `_kept`)."""
-        self._repeats = _RepeatGuard(budget)
+        self._repeats = RepeatGuard()
+        self._answers = itertools.count(1)
+        """Numbers every request this engine answers: the ids an answer issues for itself carry it."""
 
-    def handle(self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None) -> Exchange:
-        """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
+    def handle(
+        self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None, owner: str = ""
+    ) -> Exchange:
+        """Answer one request. `path` excludes the query string; `client` keys the repeat guard, `owner`
+        (see `owner_key`) the state a provider keeps.
 
         `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
         `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
         (a direct call, no URL) streams SSE.
         """
         found = route(path)
-        digest = _request_digest(method, path, body)
+        digest = self._identity(method, path, body)
         if found is None or method.upper() != "POST":
             wire, not_found = wrong_path(method, path)
             return _error_exchange(method, path, body, wire, not_found, None, digest)
@@ -154,33 +140,53 @@ class Engine:
                 raise self._too_large(wire, len(body))
             if len(body) > _COUNT_ABOVE:
                 _check_items(wire, body)
-            expanded = self.kept.expand(wire, body)
+            expanded = self.kept.expand(wire, body, owner)
+        except WireError as error:
+            return _error_exchange(method, path, body, wire, error, conversation, digest)
+        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+            return _error_exchange(method, path, body, wire, _internal(wire, exc), conversation, digest)
+        try:
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
             _check_size(wire, conversation)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
             if exchange.turn is not None:
-                self.kept.keep(expanded, wire, conversation, exchange.turn)
+                self.kept.keep(expanded, wire, conversation, exchange.turn, owner)
+            else:
+                self.kept.release(expanded)
             return _as_json_array(exchange) if array else exchange
         except WireError as error:
+            self.kept.release(expanded)
+            error = self.kept.explain(error, expanded)
             return _error_exchange(method, path, body, wire, error, conversation, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
-            message = _printable(f"sandbox internal error: {type(exc).__name__}: {exc}")
-            internal = wire.error(500, message, rule=Rule.MALFORMED)
-            return _error_exchange(method, path, body, wire, internal, conversation, digest)
+            self.kept.release(expanded)
+            return _error_exchange(method, path, body, wire, _internal(wire, exc), conversation, digest)
+
+    def runs_inline(self, body: bytes, inline_bytes: int) -> bool:
+        """Whether an event-loop door may answer `body` on the loop: a small request that continues no
+        kept state (a continuation's history is its chain's, whatever its own size)."""
+        return len(body) <= inline_bytes and not self.kept.may_continue(body)
+
+    def _identity(self, method: str, path: str, body: bytes) -> str:
+        """What every id an answer issues for itself derives from (its response id, its request id): the
+        request and this engine's number for it, so two senders of the same request never share an id
+        (a thread, a stored response), and a fresh engine answers the same requests, in the same order,
+        with the same ids on every run."""
+        return _request_digest(method, path, body, next(self._answers))
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = _request_digest(method, path, f"oversized:{size}".encode())
+        digest = self._identity(method, path, f"oversized:{size}".encode())
         return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
         """The error for a body a door stopped waiting for after `seconds`."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = _request_digest(method, path, f"slow:{seconds}".encode())
+        digest = self._identity(method, path, f"slow:{seconds}".encode())
         error = wire.error(
             408,
             f"sandbox: the request body did not arrive within {seconds:g} s, so the sandbox stopped "
@@ -213,9 +219,13 @@ class Engine:
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise _budget_error(wire, scenario, self.budget, turns)
         position = replay(wire, scenario, conversation)
-        repeats = self._repeats.count(_fingerprint(client, path, body))
-        if repeats > self.budget:
-            raise _repeat_error(wire, scenario, self.budget, repeats)
+        history, continued = history_keys(f"{path}\0{scenario.name}", conversation.messages)
+        if continued is not None:
+            self._repeats.moved_on(continued)
+        if scenario.steps[position.script_index].calls:  # a final answer ends its conversation: never a loop
+            repeats = self._repeats.count(client, history)
+            if repeats > self.budget:
+                raise _repeat_error(wire, scenario, self.budget, repeats)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
@@ -267,11 +277,26 @@ class Engine:
             )
 
 
-def _request_digest(method: str, path: str, body: bytes) -> str:
-    """A hex digest unique to the request: the seed of the request id every answer carries, so the id
-    is the same for the same request on every run and differs between any two requests."""
-    key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
+def _request_digest(method: str, path: str, body: bytes, number: int) -> str:
+    """A hex digest unique to the request and its number in the engine: the seed of the ids an answer
+    issues for itself."""
+    key = f"{method.upper()}\0{path}\0{number}\0".encode("utf-8", "surrogatepass") + body
     return hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+def owner_key(headers: Mapping[str, str]) -> str:
+    """Whose kept state a request may reach: a digest of the credential it carries (`authorization`,
+    `x-api-key`, `api-key`, `x-goog-api-key`), as a real provider scopes stored responses and threads to
+    the key that made them. `headers` must have lower-case names. No credential: the empty owner."""
+    for name in ("authorization", "x-api-key", "api-key", "x-goog-api-key"):
+        value = headers.get(name)
+        if value:
+            return hashlib.blake2b(f"{name}\0{value}".encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return ""
+
+
+def _internal(wire: WireFormat, exc: Exception) -> WireError:
+    return wire.error(500, _printable(f"sandbox internal error: {type(exc).__name__}: {exc}"), rule=Rule.MALFORMED)
 
 
 def caller_key() -> str:
@@ -373,11 +398,6 @@ def _check_size(wire: WireFormat, conversation: Conversation) -> None:
             )
 
 
-def _fingerprint(client: str, path: str, body: bytes) -> str:
-    key = f"{client}\0{path}\0".encode("utf-8", "surrogatepass") + body
-    return hashlib.blake2b(key, digest_size=16).hexdigest()
-
-
 def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> WireError:
     return wire.error(
         400,
@@ -392,10 +412,11 @@ def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) 
 def _repeat_error(wire: WireFormat, scenario: Scenario, budget: int, repeats: int) -> WireError:
     return wire.error(
         400,
-        f"sandbox: this exact request has arrived {repeats} times, each within {_REPEAT_WINDOW:g} s of the "
-        f"last (scenario {scenario.name!r}), over the budget of {budget}: the conversation is not moving "
-        "on. A loop that never appends resp.message and the tool results asks the model the same "
-        "question forever; append them, and bound the loop (about 5 rounds).",
+        f"sandbox: this exact request has arrived {repeats} times, each within {REPEAT_WINDOW:g} s of the "
+        f"last (scenario {scenario.name!r}), over the budget of {budget}, and its conversation never moved "
+        "on: no request came back with this answer's calls and their results. A loop that never appends "
+        "resp.message and the tool results asks the model the same question forever; append them, and "
+        "bound the loop (about 5 rounds).",
         rule=Rule.BUDGET,
         code="sandbox_budget_exhausted",
     )

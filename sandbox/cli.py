@@ -25,6 +25,7 @@ from typing import NoReturn
 from . import _catalogue, skyl
 from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
+from ._kept import DEFAULT_MAX_KEPT
 from ._exceptions import SandboxError
 from ._transport import transport
 from .grading._dialogue import call_key
@@ -120,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+    serve_.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored responses, thread turns kept (default 2000)")
+    serve_.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB of their history kept (default 64)")
     grade_ = command(
         "grade",
         "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",
@@ -320,7 +323,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
-    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget)
+    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget, kept=args.kept, kept_mib=args.kept_mib)
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""
