@@ -9,23 +9,21 @@ Every failure is a provider-shaped error; nothing here raises to the door.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import itertools
-import json
-import threading
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
-from ._kept import DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState
-from ._repeats import REPEAT_WINDOW, RepeatGuard, history_keys
+from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState
+from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
+from ._repeats import RepeatGuard, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
-from ._types import ToolCall
+from ._senders import caller_key, owner_key
 from ._wrong_path import wrong_path
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
 from .wire._sse import dumps, to_bytes
@@ -35,18 +33,6 @@ __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Ex
 DEFAULT_BUDGET = 50
 """Model requests one conversation may make before the sandbox stops it as a runaway."""
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
-MAX_MESSAGES = 4096
-"""Messages (neutral: one per tool result) in one request. [INF] A sandbox limit, not a provider's:
-a conversation within the budget of 50 turns needs a small fraction of it, and it keeps the cost of
-one request bounded."""
-MAX_CALLS_PER_TURN = 512
-"""Tool calls in one assistant turn. [INF] A sandbox limit; no scripted turn comes near it."""
-MAX_ITEMS = 10_000
-"""Messages, content parts and tools in one request, counted before the request is parsed. [INF] A
-sandbox limit: each costs tens of microseconds to validate, and 4 MiB holds 150,000 tiny ones. A
-conversation within the budget holds a few hundred."""
-_COUNT_ABOVE = 64 * 1024
-"""Bodies smaller than this cannot hold enough items to matter, and skip the count."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +115,8 @@ class Engine:
         """
         found = route(path)
         digest = self._identity(method, path, body)
+        if path == CONVERSATIONS or path.startswith(CONVERSATIONS + "/"):
+            return self._conversations(method, path, body, query or "", owner, digest)
         if found is None or method.upper() != "POST":
             wire, not_found = wrong_path(method, path)
             return _error_exchange(method, path, body, wire, not_found, None, digest)
@@ -138,8 +126,8 @@ class Engine:
             array = found.stream and query is not None and _gemini_alt(wire, query) == "json"
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
-            if len(body) > _COUNT_ABOVE:
-                _check_items(wire, body)
+            if len(body) > COUNT_ABOVE:
+                check_items(wire, body)
             expanded = self.kept.expand(wire, body, owner)
         except WireError as error:
             return _error_exchange(method, path, body, wire, error, conversation, digest)
@@ -148,7 +136,7 @@ class Engine:
         try:
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
-            _check_size(wire, conversation)
+            check_size(wire, conversation)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
             if exchange.turn is not None:
                 self.kept.keep(expanded, wire, conversation, exchange.turn, owner)
@@ -162,6 +150,20 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             self.kept.release(expanded)
             return _error_exchange(method, path, body, wire, _internal(wire, exc), conversation, digest)
+
+    def _conversations(self, method: str, path: str, body: bytes, query: str, owner: str, digest: str) -> Exchange:
+        """OpenAI's Conversations endpoints: kept state, answered by `_kept`."""
+        wire = self.kept.conversations.wire
+        try:
+            if len(body) > self.max_body_bytes:
+                raise self._too_large(wire, len(body))
+            status, answer = self.kept.conversations.handle(method, path, query, body, owner, digest)
+        except WireError as error:
+            return _error_exchange(method, path, body, wire, error, None, digest)
+        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+            return _error_exchange(method, path, body, wire, _internal(wire, exc), None, digest)
+        headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+        return Exchange(method, path, status, headers, (answer,), body, wire.name)
 
     def runs_inline(self, body: bytes, inline_bytes: int) -> bool:
         """Whether an event-loop door may answer `body` on the loop: a small request that continues no
@@ -225,7 +227,7 @@ class Engine:
         if scenario.steps[position.script_index].calls:  # a final answer ends its conversation: never a loop
             repeats = self._repeats.count(client, history)
             if repeats > self.budget:
-                raise _repeat_error(wire, scenario, self.budget, repeats)
+                raise repeat_error(wire, scenario, self.budget, repeats)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
@@ -284,33 +286,8 @@ def _request_digest(method: str, path: str, body: bytes, number: int) -> str:
     return hashlib.blake2b(key, digest_size=16).hexdigest()
 
 
-def owner_key(headers: Mapping[str, str]) -> str:
-    """Whose kept state a request may reach: a digest of the credential it carries (`authorization`,
-    `x-api-key`, `api-key`, `x-goog-api-key`), as a real provider scopes stored responses and threads to
-    the key that made them. `headers` must have lower-case names. No credential: the empty owner."""
-    for name in ("authorization", "x-api-key", "api-key", "x-goog-api-key"):
-        value = headers.get(name)
-        if value:
-            return hashlib.blake2b(f"{name}\0{value}".encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-    return ""
-
-
 def _internal(wire: WireFormat, exc: Exception) -> WireError:
     return wire.error(500, _printable(f"sandbox internal error: {type(exc).__name__}: {exc}"), rule=Rule.MALFORMED)
-
-
-def caller_key() -> str:
-    """Who is asking, for an in-process door: the calling thread, and the asyncio task within it.
-
-    The repeat guard counts identical requests per caller, so that 64 threads of one test suite
-    sending the same first request are 64 callers, while a loop resending one request is one.
-    """
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no event loop running in this thread
-        task = None
-    thread = f"thread:{threading.get_ident()}"
-    return thread if task is None else f"{thread}/task:{id(task)}"
 
 
 def _gemini_alt(wire: WireFormat, query: str) -> str:
@@ -339,84 +316,12 @@ def _as_json_array(exchange: Exchange) -> Exchange:
     return dataclasses.replace(exchange, headers={"content-type": "application/json"}, chunks=chunks)
 
 
-def _check_items(wire: WireFormat, body: bytes) -> None:
-    """Refuse a request with more than `MAX_ITEMS` messages, parts and tools before the wire format
-    parses and validates them one by one. Anything this cannot read is left to the wire format."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return
-    if not isinstance(data, dict):
-        return
-    items = 0
-    for key in ("messages", "input", "contents", "tools"):
-        value = data.get(key)
-        if not isinstance(value, list):
-            continue
-        items += len(value)
-        for entry in value:
-            if isinstance(entry, dict):
-                for inner in ("content", "parts", "functionDeclarations", "function_declarations"):
-                    nested = entry.get(inner)
-                    if isinstance(nested, list):
-                        items += len(nested)
-    if items > MAX_ITEMS:
-        raise wire.error(
-            400,
-            f"sandbox: this request holds {items} messages, content parts and tools; the sandbox accepts "
-            f"at most {MAX_ITEMS}. A conversation that long is a loop that never stopped: bound the "
-            "loop (about 5 rounds), and start a new conversation for a new task.",
-            rule=Rule.TOO_LARGE,
-            code="sandbox_too_many_items",
-        )
-
-
-def _check_size(wire: WireFormat, conversation: Conversation) -> None:
-    """The sandbox's limits on one request, so that no single request can hold the engine for long."""
-    messages = conversation.messages
-    if len(messages) > MAX_MESSAGES:
-        raise wire.error(
-            400,
-            f"sandbox: this request holds {len(messages)} messages (tool results count one each); the "
-            f"sandbox accepts at most {MAX_MESSAGES}. A conversation that long is a loop that never "
-            "stopped: bound the loop (about 5 rounds), and start a new conversation for a new task.",
-            rule=Rule.TOO_LARGE,
-            code="sandbox_too_many_messages",
-        )
-    for index, message in enumerate(messages):
-        calls = sum(1 for part in message.content if isinstance(part, ToolCall))
-        if calls > MAX_CALLS_PER_TURN:
-            raise wire.error(
-                400,
-                f"sandbox: {conversation.paths[index]} holds {calls} tool calls in one assistant turn; the "
-                f"sandbox accepts at most {MAX_CALLS_PER_TURN}. The scripted model never makes that many: "
-                "echo each turn exactly as it came back (resp.message), once.",
-                rule=Rule.TOO_LARGE,
-                param=conversation.paths[index],
-                code="sandbox_too_many_calls",
-                message_index=index,
-            )
-
-
 def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> WireError:
     return wire.error(
         400,
         f"sandbox: this conversation has used its budget of {budget} model requests (scenario "
         f"{scenario.name!r}, {step} model turns so far). A loop that never stops would bill you for "
         "every round: bound the loop (about 5 rounds) and make its error name the calls it saw.",
-        rule=Rule.BUDGET,
-        code="sandbox_budget_exhausted",
-    )
-
-
-def _repeat_error(wire: WireFormat, scenario: Scenario, budget: int, repeats: int) -> WireError:
-    return wire.error(
-        400,
-        f"sandbox: this exact request has arrived {repeats} times, each within {REPEAT_WINDOW:g} s of the "
-        f"last (scenario {scenario.name!r}), over the budget of {budget}, and its conversation never moved "
-        "on: no request came back with this answer's calls and their results. A loop that never appends "
-        "resp.message and the tool results asks the model the same question forever; append them, and "
-        "bound the loop (about 5 rounds).",
         rule=Rule.BUDGET,
         code="sandbox_budget_exhausted",
     )

@@ -25,9 +25,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from ._scenario import Scenario
 from ._types import Message
+from .wire import Rule, WireError, WireFormat
 
-__all__ = ["REPEAT_WINDOW", "RepeatGuard", "history_keys"]
+__all__ = ["REPEAT_WINDOW", "RepeatGuard", "history_keys", "repeat_error"]
 
 REPEAT_WINDOW = 2.0
 """Seconds: identical requests closer together than this count toward the budget as one runaway."""
@@ -82,3 +84,16 @@ class RepeatGuard:
             if len(self._seen) > self._size:
                 self._seen.popitem(last=False)
             return seen
+
+
+def repeat_error(wire: WireFormat, scenario: Scenario, budget: int, repeats: int) -> WireError:
+    return wire.error(
+        400,
+        f"sandbox: this exact request has arrived {repeats} times, each within {REPEAT_WINDOW:g} s of the "
+        f"last (scenario {scenario.name!r}), over the budget of {budget}, and its conversation never moved "
+        "on: no request came back with this answer's calls and their results. A loop that never appends "
+        "resp.message and the tool results asks the model the same question forever; append them, and "
+        "bound the loop (about 5 rounds).",
+        rule=Rule.BUDGET,
+        code="sandbox_budget_exhausted",
+    )

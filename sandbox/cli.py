@@ -25,8 +25,8 @@ from typing import NoReturn
 from . import _catalogue, skyl
 from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
-from ._kept import DEFAULT_MAX_KEPT
 from ._exceptions import SandboxError
+from ._kept import DEFAULT_MAX_KEPT
 from ._transport import transport
 from .grading._dialogue import call_key
 from .grading._grade import grade, plan
@@ -121,8 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
-    serve_.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored responses, thread turns kept (default 2000)")
-    serve_.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB of their history kept (default 64)")
+    serve_.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
+    serve_.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
     grade_ = command(
         "grade",
         "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",

@@ -35,10 +35,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
-from ._errors import explain_missing_response, fingerprint_mismatch, thread_error, thread_refusal, unsupported_in_thread
+from ._conversations import CONVERSATIONS, Conversations, conversation_id, normalise_items
+from ._errors import (
+    explain_missing_conversation,
+    explain_missing_response,
+    fingerprint_mismatch,
+    thread_error,
+    thread_refusal,
+    unsupported_in_thread,
+)
 from ._store import ENTRY_OVERHEAD, Claim, Entry, Store
 
-__all__ = ["DEFAULT_MAX_KEPT", "DEFAULT_MAX_KEPT_BYTES", "Expanded", "KeptState"]
+__all__ = ["CONVERSATIONS", "DEFAULT_MAX_KEPT", "DEFAULT_MAX_KEPT_BYTES", "Expanded", "KeptState"]
 
 DEFAULT_MAX_KEPT = 2_000
 """Stored responses and thread turns kept at most; the oldest is forgotten first."""
@@ -61,7 +69,14 @@ class Expanded:
     new_items: bytes | None = None
     """The JSON of the messages or items the client sent with a continuation (None: the whole request's)."""
     missing: str | None = None
-    """A `previous_response_id` the store does not hold: the wire format reports it, `explain` adds why."""
+    """Why the store does not hold the `previous_response_id` (`Store.claim`'s reason): the wire format
+    reports it, `explain` adds why."""
+    missing_conversation: str | None = None
+    """A `conversation` the store does not hold for this sender: the wire format reports it."""
+    conversation: str | None = None
+    """The conversation this request reads, to which its input and output are appended."""
+    conversation_input: bytes = b"[]"
+    """The request's own `input`, as JSON, for the conversation."""
     echo: Mapping[str, Any] = field(default_factory=dict)
     """Request fields the expansion removed that the answer echoes (`previous_response_id`)."""
 
@@ -76,6 +91,8 @@ class KeptState:
 
     def __init__(self, max_entries: int = DEFAULT_MAX_KEPT, max_bytes: int = DEFAULT_MAX_KEPT_BYTES) -> None:
         self.store = Store(max_entries, max_bytes)
+        self.conversations = Conversations(self.store)
+        """OpenAI's Conversations endpoints (`CONVERSATIONS`), over the same store."""
 
     def __len__(self) -> int:
         return len(self.store)
@@ -105,9 +122,14 @@ class KeptState:
             if data is not None and isinstance(data.get("thread"), dict):
                 return self._expand_thread(wire, data, owner)
         if wire.name == "openai-responses":
-            data = _object(body) if b'"previous_response_id"' in body else None
+            data = _object(body) if b'"previous_response_id"' in body or b'"conversation"' in body else None
             if data is not None and isinstance(data.get("previous_response_id"), str):
+                if data.get("conversation") is not None:
+                    return Expanded(body)  # both: the wire format refuses the pair
                 return self._expand_response(body, data, owner)
+            key = conversation_id(data.get("conversation")) if data is not None else None
+            if data is not None and key is not None:
+                return self._expand_conversation(body, data, key, owner)
             return Expanded(body, keep=b'"store"' not in body or _stores(body))
         return Expanded(body)
 
@@ -129,6 +151,27 @@ class KeptState:
             claim=claim,
             new_items=new_items,
             echo={"previous_response_id": previous},
+        )
+
+    def _expand_conversation(self, body: bytes, data: dict[str, Any], key: str, owner: str) -> Expanded:
+        new_input = data.get("input", [])
+        if isinstance(new_input, str):
+            new_input = [{"role": "user", "content": new_input}]
+        if not isinstance(new_input, list):
+            return Expanded(body)
+        entry = self.store.get(key)
+        if entry is None or entry.owner != owner:
+            return Expanded(body, missing_conversation=key)  # the wire format answers "Conversation ... not found."
+        new_items = b",".join(_dumps(item) for item in new_input)
+        history = b",".join(part for part in (entry.items, new_items) if part)
+        rest = {name: value for name, value in data.items() if name not in ("conversation", "input")}
+        return Expanded(
+            _splice(rest, "input", (history,)),
+            keep=data.get("store") is not False,
+            new_items=history,
+            conversation=key,
+            conversation_input=_dumps(new_input),
+            echo={"conversation": data["conversation"]},
         )
 
     def _expand_thread(self, wire: WireFormat, data: dict[str, Any], owner: str) -> Expanded:
@@ -175,7 +218,7 @@ class KeptState:
     ) -> None:
         """Store what the answered turn added under the id of the response `turn` became, and give back
         the claim of the turn it continued."""
-        if not expanded.keep:
+        if not expanded.keep and expanded.conversation is None:
             self.release(expanded)
             return
         response = wire.encode_response(turn, conversation)
@@ -200,10 +243,16 @@ class KeptState:
                 sent = b",".join(_dumps(item) for item in items)
             reply = b",".join(_dumps(item) for item in response["output"])
             fields = b""
+        if expanded.conversation is not None:
+            appended = normalise_items([*json.loads(expanded.conversation_input), *response["output"]], turn.request)
+            entry = self.store.get(expanded.conversation)
+            if entry is not None:
+                self.store.update(expanded.conversation, owner, appended, entry.fields, append=True)
         added = b",".join(part for part in (sent, reply) if part)
         size = len(added) + ENTRY_OVERHEAD + (len(fields) if claim is None else 0)
         entry = Entry(added, claim.key if claim else None, fields, owner, size)
-        self.store.put(str(response["id"]), entry, claim, once=wire.name == "anthropic")
+        if expanded.keep:
+            self.store.put(str(response["id"]), entry, claim, once=wire.name == "anthropic")
 
     def release(self, expanded: Expanded) -> None:
         """The request failed or kept nothing: the turn it continued may be continued again."""
@@ -212,6 +261,8 @@ class KeptState:
 
     def explain(self, error: WireError, expanded: Expanded) -> WireError:
         """The wire format's "not found" for a missing `previous_response_id`, with the sandbox's reason."""
+        if expanded.missing_conversation is not None:
+            return explain_missing_conversation(error)
         if expanded.missing is None:
             return error
         return explain_missing_response(error, expanded.missing, self.store)

@@ -16,6 +16,7 @@ from ..wire import Rule, WireError, WireFormat
 from ._store import Store
 
 __all__ = [
+    "explain_missing_conversation",
     "explain_missing_response",
     "fingerprint_mismatch",
     "thread_error",
@@ -139,6 +140,17 @@ def explain_missing_response(error: WireError, reason: str, store: Store) -> Wir
             "conversation in `input`."
         )
     return append_explanation(error, why)
+
+
+def explain_missing_conversation(error: WireError) -> WireError:
+    """OpenAI's `Conversation with id '...' not found.` with where the sandbox keeps conversations."""
+    return append_explanation(
+        error,
+        "sandbox: the sandbox holds no conversation with this id for this sender: conversations live in the "
+        "memory of one sandbox (one `sandbox serve` process, one transport, one `mock()` block), a server "
+        "keeps each for the API key that made it, and the oldest are forgotten to make room. Create one "
+        "with POST /v1/conversations (`client.conversations.create()`) and use its `id`.",
+    )
 
 
 def append_explanation(error: WireError, why: str) -> WireError:

@@ -129,6 +129,40 @@ class Store:
                 self._bytes -= gone.size
                 self._forget(evicted)
 
+    def update(self, key: str, owner: str, items: bytes, fields: bytes, *, append: bool) -> bool:
+        """Replace (or, `append`, extend) the items of the one-entry chain `key` (a conversation) and set
+        its fields; False if it is not there for `owner`. The entry's size follows what it now holds."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.owner != owner:
+                return False
+            if append:
+                items = b",".join(part for part in (entry.items, items) if part)
+            size = len(items) + len(fields) + ENTRY_OVERHEAD
+            self._bytes += size - entry.size
+            entry.items, entry.fields, entry.size = items, fields, size
+            self._entries.move_to_end(key)
+            if size > self.max_bytes:
+                del self._entries[key]
+                self._bytes -= size
+                self._forget(key)
+                return True
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                evicted, gone = self._entries.popitem(last=False)
+                self._bytes -= gone.size
+                self._forget(evicted)
+            return True
+
+    def remove(self, key: str, owner: str) -> bool:
+        """Delete `key` (a conversation the client deleted); False if it is not there for `owner`."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.owner != owner:
+                return False
+            del self._entries[key]
+            self._bytes -= entry.size
+            return True
+
     def _chain(self, key: str) -> tuple[bytes, ...] | None:
         """The fragments from the chain's start to `key`, each entry on it marked recently used; None
         if a link is gone. Called with the lock held."""
