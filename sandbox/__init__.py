@@ -5,6 +5,7 @@ Learners import the client as `from sandbox import skyl`. Everything else is mou
     sandbox.transport("single_call")      an httpx transport (sync and async)
     sandbox.httpx2_transport(...)         its twin for the official SDKs, which use httpx2
     sandbox.mock(...)                     intercept the providers' real hosts (respx + httpx2)
+    sandbox.Fault("rate_limit", request=2)  a scripted fault, for Step(fault=...) or transport(faults=...)
     sandbox.SandboxApp(sandbox.Engine())  the ASGI app behind `sandbox serve`
 
 PYTEST_DONT_REWRITE: the package is a pytest plugin, imported before any session (and again by
@@ -13,15 +14,21 @@ sessions run in-process, as instructors' meta-tests do); it has no asserts to re
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from . import skyl
 from ._asgi import SandboxApp, serve
 from ._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
-from ._mock import PROVIDER_HOSTS, SandboxMock, mock
 from ._scenario import Call, Scenario, Step, is_usable
 from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
+from .faults import Fault, parse_faults
 from .wire import PROVIDERS, Rule
+
+if TYPE_CHECKING:
+    from ._mock import PROVIDER_HOSTS, SandboxMock, mock
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -30,6 +37,7 @@ __all__ = [
     "Call",
     "Engine",
     "Exchange",
+    "Fault",
     "Httpx2Transport",
     "Journal",
     "ProviderError",
@@ -50,9 +58,20 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "mock",
+    "parse_faults",
     "serve",
     "skyl",
     "transport",
 ]
 
 __version__ = "0.1.0"
+
+_LAZY = {"PROVIDER_HOSTS": "._mock", "SandboxMock": "._mock", "mock": "._mock"}
+
+
+def __getattr__(name: str) -> Any:
+    """`sandbox.mock` and its kin load respx on first use: a grading run (and every `sandbox` command)
+    imports this package, and none of them mounts the providers' hosts."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

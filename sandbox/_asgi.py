@@ -25,8 +25,9 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ._engine import Engine, Exchange, owner_key
+from ._engine import Engine, Exchange
 from ._exceptions import UsageError
+from .faults._delivery import asgi_deliver
 
 __all__ = ["SandboxApp", "serve"]
 
@@ -78,13 +79,16 @@ class SandboxApp:
         client = scope.get("client")
         sender = f"{client[0]}:{client[1]}" if client else ""  # the connection: see the repeat guard
         query = scope.get("query_string", b"").decode("latin-1")
-        owner = owner_key({name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]})
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers", ())}
         if self.engine.runs_inline(body, INLINE_BYTES):
-            exchange = self.engine.handle(method, path, body, client=sender, query=query, owner=owner)
+            exchange = self.engine.handle(method, path, body, client=sender, query=query, headers=headers)
         else:
             exchange = await asyncio.to_thread(
-                self.engine.handle, method, path, body, client=sender, query=query, owner=owner
+                self.engine.handle, method, path, body, client=sender, query=query, headers=headers
             )
+        if exchange.delivery is not None:  # a scripted fault: slowed, or the connection cut
+            await asgi_deliver(send, exchange.status, dict(exchange.headers), exchange.chunks, exchange.delivery)
+            return
         await _send(send, exchange.status, exchange.headers, exchange.chunks)
 
     def _health(self) -> bytes:
@@ -183,6 +187,22 @@ class QuietLog(logging.Filter):
         return True
 
 
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
+
+
+def quick_ack(transport: asyncio.BaseTransport) -> None:
+    """Acknowledge what was just read at once. A client that writes a request's head and body in two
+    segments (http.client, Net::HTTP, ...) holds the body until the head is acknowledged, and on a
+    kept-alive connection Linux delays that ACK by about 40 ms: every request would stall. Linux
+    clears the flag by itself, so it is set again after each read."""
+    sock = transport.get_extra_info("socket")
+    if _QUICKACK is not None and sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+        except OSError:  # pragma: no cover - a socket already closed
+            pass
+
+
 def _head_deadline_protocol(head_timeout: float) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with a deadline for each request head (see the module docstring)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -195,6 +215,7 @@ def _head_deadline_protocol(head_timeout: float) -> type[asyncio.Protocol]:
             self._arm()
 
         def data_received(self, data: bytes) -> None:
+            quick_ack(self.transport)
             cycle = self.cycle
             super().data_received(data)
             if self.cycle is not cycle:  # a whole new request head arrived
@@ -266,9 +287,12 @@ def serve(
 def _listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a bad --host or a taken --port is one clear error."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on an accepted socket only when its protocol says
+    # TCP, and accepted sockets inherit the listener's. Set on the listener too (Linux copies it).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
     except (OSError, OverflowError, UnicodeError) as exc:
         sock.close()

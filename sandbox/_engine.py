@@ -13,9 +13,10 @@ import dataclasses
 import hashlib
 import itertools
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
 from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState
@@ -25,7 +26,9 @@ from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
 from ._wrong_path import wrong_path
-from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
+from .clouds import CloudRefusal, CloudRoute
+from .faults import Applied, Delivery, Fault, FaultError, FaultPlan, fault_error, parse_faults, shape
+from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
 from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
@@ -52,6 +55,15 @@ class Exchange:
     step: int | None = None
     turn: ModelTurn | None = field(default=None, repr=False)
     error: WireError | None = None
+    fault: Fault | None = None
+    """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
+    delivery: Delivery | None = field(default=None, repr=False)
+    """How a door must send the chunks (latency, a cut connection); None: all at once."""
+
+    @property
+    def delivers_turn(self) -> bool:
+        """The turn reached the client whole: no fault, or only latency."""
+        return self.turn is not None and (self.fault is None or self.fault.kind == "latency")
 
     @property
     def body(self) -> bytes:
@@ -76,6 +88,7 @@ class Engine:
         scenarios: Mapping[str, Scenario] | None = None,
         budget: int = DEFAULT_BUDGET,
         max_body_bytes: int = DEFAULT_MAX_BODY,
+        faults: Sequence[Fault] | str | None = None,
         kept: int = DEFAULT_MAX_KEPT,
         kept_mib: float = DEFAULT_MAX_KEPT_BYTES / (1024 * 1024),
     ) -> None:
@@ -86,6 +99,8 @@ class Engine:
         if not isinstance(kept_mib, (int, float)) or not 0 <= kept_mib < 1024 * 1024:
             raise UsageError(f"kept_mib={kept_mib!r}: use a number of MiB, 0 or more (64 by default).")
         self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
+        self.faults = FaultPlan(parse_faults(faults) if isinstance(faults, str) else tuple(faults or ()), budget=budget)
+        """Ad-hoc faults (`transport(faults=...)`), and the attempt counts of every fault that plays."""
         if isinstance(scenario, str):
             if scenario not in self.scenarios:
                 known = ", ".join(sorted(self.scenarios))
@@ -94,29 +109,49 @@ class Engine:
         elif scenario is not None and not isinstance(scenario, Scenario):
             raise UsageError(f"scenario= takes a Scenario or a scenario name, got {type(scenario).__name__}.")
         self.pinned: Scenario | None = scenario
+        for playing in (*self.scenarios.values(), *([self.pinned] if self.pinned is not None else [])):
+            for fault in playing.faults:
+                self.faults.check_request(fault, where=f"scenario {playing.name!r}:")
         self.budget = budget
         self.max_body_bytes = max_body_bytes
         self.kept = KeptState(kept, int(kept_mib * 1024 * 1024))
-        """Threads and stored responses (`previous_response_id`): the one state the engine keeps, for
-        the clients of providers that keep it (see `_kept`)."""
+        """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
+        keeps, for the clients of providers that keep it (see `_kept`)."""
         self._repeats = RepeatGuard()
         self._answers = itertools.count(1)
         """Numbers every request this engine answers: the ids an answer issues for itself carry it."""
 
     def handle(
-        self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None, owner: str = ""
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        client: str = "",
+        query: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Exchange:
-        """Answer one request. `path` excludes the query string; `client` keys the repeat guard, `owner`
-        (see `owner_key`) the state a provider keeps.
+        """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
 
         `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
         `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
-        (a direct call, no URL) streams SSE.
+        (a direct call, no URL) streams SSE. `headers` (lower-case names) are read at the clouds' paths
+        (Azure OpenAI, Vertex AI), whose front ends check a key, and for the credential that owns kept
+        state (`owner_key`).
         """
         found = route(path)
         digest = self._identity(method, path, body)
+        owner = owner_key(headers or {})
         if path == CONVERSATIONS or path.startswith(CONVERSATIONS + "/"):
             return self._conversations(method, path, body, query or "", owner, digest)
+        cloud: CloudRoute | None = None
+        if found is None and method.upper() == "POST":
+            translated = clouds.translate(path, query or "", headers or {}, body)
+            if isinstance(translated, CloudRefusal):
+                wire = get_wire_format(translated.provider)
+                return _error_exchange(method, path, body, wire, translated.error, None, digest)
+            if translated is not None:
+                cloud, found, body = translated, route(translated.path), translated.body
         if found is None or method.upper() != "POST":
             wire, not_found = wrong_path(method, path)
             return _error_exchange(method, path, body, wire, not_found, None, digest)
@@ -137,8 +172,12 @@ class Engine:
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
             check_size(wire, conversation)
+            if cloud is not None:
+                if self.pinned is None and conversation.model not in self.scenarios:
+                    raise clouds.not_found(cloud)
+                conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
-            if exchange.turn is not None:
+            if exchange.turn is not None and exchange.delivers_turn:
                 self.kept.keep(expanded, wire, conversation, exchange.turn, owner)
             else:
                 self.kept.release(expanded)
@@ -173,9 +212,9 @@ class Engine:
     def _identity(self, method: str, path: str, body: bytes) -> str:
         """What every id an answer issues for itself derives from (its response id, its request id): the
         request and this engine's number for it, so two senders of the same request never share an id
-        (a thread, a stored response), and a fresh engine answers the same requests, in the same order,
-        with the same ids on every run."""
-        return _request_digest(method, path, body, next(self._answers))
+        (a thread, a stored response, a conversation), and a fresh engine answers the same requests, in
+        the same order, with the same ids on every run."""
+        return _request_digest(method, path, f"{next(self._answers)}\0".encode() + body)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
@@ -228,6 +267,11 @@ class Engine:
             repeats = self._repeats.count(client, history)
             if repeats > self.budget:
                 raise repeat_error(wire, scenario, self.budget, repeats)
+        attempt = _request_digest(method, path, body)  # a retry is the same request: faults count attempts by it
+        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, attempt)
+        plain_stream_error = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
+        if applied is not None and (applied.fault.is_error or plain_stream_error):
+            raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
@@ -235,6 +279,9 @@ class Engine:
         else:
             chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
             headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+        delivery = None
+        if applied is not None:
+            chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
         return Exchange(
             method=method,
             path=path,
@@ -247,7 +294,18 @@ class Engine:
             scenario=scenario.name,
             step=position.step,
             turn=turn,
+            fault=applied.fault if applied is not None else None,
+            delivery=delivery,
         )
+
+    def _fault_for(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, request: int, client: str, digest: str
+    ) -> Applied | None:
+        """The fault playing on this attempt of the conversation's `request`-th model request, if any."""
+        own = scenario.faults_at(script_index)
+        if not own and not self.faults.faults:
+            return None  # the common case costs nothing: no attempt is counted
+        return self.faults.pick(wire.name, request, own, client, digest)
 
     def _scenario_for(self, wire: WireFormat, model: str) -> Scenario:
         scenario = self.scenarios.get(model)
@@ -279,10 +337,10 @@ class Engine:
             )
 
 
-def _request_digest(method: str, path: str, body: bytes, number: int) -> str:
-    """A hex digest unique to the request and its number in the engine: the seed of the ids an answer
-    issues for itself."""
-    key = f"{method.upper()}\0{path}\0{number}\0".encode("utf-8", "surrogatepass") + body
+def _request_digest(method: str, path: str, body: bytes) -> str:
+    """A hex digest unique to the request's method, path and bytes (the engine adds its number for the
+    request to make an answer's identity: `Engine._identity`)."""
+    key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
     return hashlib.blake2b(key, digest_size=16).hexdigest()
 
 
@@ -364,4 +422,5 @@ def _error_exchange(
         provider=wire.name,
         conversation=conversation,
         error=error,
+        fault=error.fault if isinstance(error, FaultError) else None,
     )

@@ -31,10 +31,12 @@ def caller_key() -> str:
 
 def owner_key(headers: Mapping[str, str]) -> str:
     """Whose kept state a request may reach: a digest of the credential it carries (`authorization`,
-    `x-api-key`, `api-key`, `x-goog-api-key`), as a real provider scopes stored responses and threads to
-    the key that made them. `headers` must have lower-case names. No credential: the empty owner."""
+    less its `Bearer ` prefix, `x-api-key`, `api-key` or `x-goog-api-key`; the same key in any of them
+    is the same owner), as a real provider scopes stored responses and threads to the key that made
+    them. `headers` must have lower-case names. No credential: the empty owner."""
     for name in ("authorization", "x-api-key", "api-key", "x-goog-api-key"):
         value = headers.get(name)
         if value:
-            return hashlib.blake2b(f"{name}\0{value}".encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+            key = value.removeprefix("Bearer ").strip() if name == "authorization" else value.strip()
+            return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
     return ""

@@ -28,13 +28,11 @@ from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._kept import DEFAULT_MAX_KEPT
 from ._transport import transport
-from .grading._dialogue import call_key
-from .grading._grade import grade, plan
-from .grading._meta import ChallengeInfo, find_root, load_challenges, select
-from .grading._program_cases import CASES
-from .grading._progress import Progress
-from .grading._state import State
-from .grading._transcript import describe_call, describe_message, quote
+from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading.judge._progress import Progress
+from .grading.judge._state import State
+from .grading.judge._transcript import describe_call, describe_message, quote
+from .grading.programs._program_cases import CASES
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -121,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+    serve_.add_argument(
+        "--faults", default=None, metavar="SPEC", help="faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
+    )
     serve_.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
     serve_.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
     grade_ = command(
@@ -254,6 +255,8 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
+    from .grading.judge._dialogue import call_key  # pytest, which only replay and grade need
+
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
     client = skyl.Client(args.provider, transport=door)
@@ -323,7 +326,14 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
-    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget, kept=args.kept, kept_mib=args.kept_mib)
+    engine = Engine(
+        args.scenario,
+        scenarios=scenarios,
+        budget=args.budget,
+        faults=args.faults,
+        kept=args.kept,
+        kept_mib=args.kept_mib,
+    )
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""
@@ -334,6 +344,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Every request plays scenario {engine.pinned.name!r}.")
         else:
             print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
+        if engine.faults.faults:
+            print(f"  Faults in every conversation: {', '.join(map(repr, engine.faults.faults))}.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()
@@ -346,6 +358,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from .grading.programs._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
+
     if not args.program:
         raise CommandError(
             "sandbox grade needs the program to run after `--`, e.g.: sandbox grade 2 -- ./loop  or  "

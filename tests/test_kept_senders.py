@@ -139,22 +139,28 @@ def test_a_continuation_in_flight_is_refused_with_the_sdk_error_code() -> None:
     """`thread_continue_in_flight`: the anthropic SDK (`lib/threads/_thread_state.py`, `ReplayErrorCode`)
     replays the whole history under a new thread on it, as on `thread_not_found`."""
     import anthropic
-
-    engine = sandbox.Engine()
-    first = _post(engine, "/v1/messages", CREATE)[1]
-    claim = engine.kept.store.claim(first["id"], "", once=True)  # a continuation being answered right now
-    assert not isinstance(claim, str)
-    transport = sandbox.httpx2_transport()
-    transport.engine = engine
     import httpx2
 
+    transport = sandbox.httpx2_transport()
+    kept = transport.engine.kept
     with anthropic.Anthropic(api_key="k", max_retries=0, http_client=httpx2.Client(transport=transport)) as client:  # type: ignore[arg-type]
+        first = client.beta.messages.create(**CREATE).model_dump()
+        owner = _owner("k")
+        claim = kept.store.claim(first["id"], owner, once=True)  # a continuation being answered right now
+        assert not isinstance(claim, str), claim
         with pytest.raises(anthropic.BadRequestError) as info:
             client.beta.messages.create(**_continue(first))
-    assert info.value.error_code == "thread_continue_in_flight"
-    assert isinstance(info.value, anthropic.types.ThreadContinueInFlightError)
-    engine.kept.store.release(claim)
-    assert _post(engine, "/v1/messages", _continue(first))[0] == 200, "a failed or finished claim is given back"
+        assert info.value.error_code == "thread_continue_in_flight"
+        assert isinstance(info.value, anthropic.types.ThreadContinueInFlightError)
+        kept.store.release(claim)
+        again = client.beta.messages.create(**_continue(first))
+    assert again.content[0].text == 'The weather in Paris: "18C, clear".', "a failed or finished claim is given back"
+
+
+def _owner(key: str) -> str:
+    from sandbox._senders import owner_key
+
+    return owner_key({"x-api-key": key})
 
 
 def test_a_failed_continuation_gives_the_turn_back() -> None:

@@ -143,7 +143,7 @@ EXPECTED: dict[tuple[str, str], tuple[set[Rule], str]] = {
         {Rule.MISSING_RESULT},
         "The following tool_call_ids did not have response messages:",
     ),
-    # Two model contents in a row are one turn to the API (see gemini_validate.merge_model_runs): its
+    # Two model contents in a row are one turn to the API (see wire/gemini/_validate.merge_model_runs): its
     # calls are doubled and the responses answer half of them.
     ("turn_appended_twice", "gemini"): (
         {Rule.MISSING_RESULT},

@@ -36,7 +36,7 @@ from sandbox._types import (
 from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format, route
 from sandbox.wire._sse import SSEEvent, iter_sse
 from sandbox.wire.gemini import WIRE, Gemini
-from sandbox.wire.gemini_validate import G1, G2, G3, MIXED, ROLE
+from sandbox.wire.gemini._validate import G1, G2, G3, MIXED, ROLE
 
 MODEL = "gemini-2.5-flash"
 WEATHER = Tool(

@@ -35,7 +35,7 @@ from sandbox._types import (
 from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format
 from sandbox.wire._sse import SSEParser, iter_sse
 from sandbox.wire.openai_chat import WIRE, OpenAIChat
-from sandbox.wire.openai_chat_validate import NOT_JSON
+from sandbox.wire.openai_chat._validate import NOT_JSON
 
 RECORDINGS = Path(__file__).parent / "recordings"
 WEATHER = Tool(

@@ -33,7 +33,7 @@ from sandbox._types import (
 from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format
 from sandbox.wire._sse import SSEParser, iter_sse
 from sandbox.wire.openai_responses import WIRE, OpenAIResponses
-from sandbox.wire.openai_responses_validate import NON_JSON_MESSAGE
+from sandbox.wire.openai_responses._validate import NON_JSON_MESSAGE
 
 WEATHER = Tool(
     "get_weather",

@@ -1,6 +1,12 @@
 """The four wire formats, and how a request path picks one.
 
-Modules load on first use, so a process that speaks one provider never imports the other three.
+One subpackage per provider (`openai_chat`, `openai_responses`, `anthropic`, `gemini`), each split by
+job: `_client` (the skyl client's side), `_validate` and `_parse` (reading a request as the API
+does), `_encode` (the fake's answer, streamed or not, and the error envelope), `_reasoning`. The
+contract they share lives here: `_base` (the `WireFormat` interface and the neutral
+conversation), `_sse` (event-stream framing), `_reasoning` (signatures), `_openai` (what both OpenAI
+APIs send alike). A provider's package loads on first use, so a process that speaks one provider
+never imports the other three.
 """
 
 from __future__ import annotations

@@ -90,6 +90,8 @@ class Rule(str, enum.Enum):
     NOT_FOUND = "not_found"
     """Unknown path or method."""
     TOO_LARGE = "too_large"
+    FAULT = "fault"
+    """Sandbox only: a scripted fault (rate limit, overload, server error), not the loop's mistake."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,9 @@ class Conversation:
     """Normalised: None (not sent), `auto`, `none`, `required`, or a tool name."""
     stream: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    cloud: str | None = None
+    """The cloud the request came through (`azure`, `vertex`; None: the provider's own API), whose
+    front end words some errors its own way (see `sandbox.clouds`)."""
 
     @property
     def forced_tool_choice(self) -> bool:
@@ -136,13 +141,15 @@ class ModelTurn:
     """A provider-specific stop value that overrides the faithful mapping (`stop`, `STOP`, ...)."""
     usage: Usage = field(default_factory=Usage)
     request: str = ""
-    """A digest of the request this turn answers (empty outside the engine)."""
+    """The identity of the answer: a digest of the request and the engine's number for it (empty
+    outside the engine)."""
 
     @property
     def response_seed(self) -> str:
-        """What a response's own id derives from: the step and the request, so the id is the same on
-        every run and no two requests share one. State a provider keeps for its client (threads,
-        `previous_response_id`) is found by that id, so one conversation can never reach another's.
+        """What a response's own id derives from: the step and the answer's identity (the request and
+        the engine's number for it), so no two answers share one and a fresh engine answers the same
+        requests with the same ids. State a provider keeps for its client (threads,
+        `previous_response_id`) is found by that id, so it belongs to one sender and one answer.
         Gemini keeps no state and its `responseId` stays per step: the skyl client names Gemini's
         id-less calls after it, and a turn must read the same streamed or not."""
         return f"{self.seed}/{self.request}" if self.request else self.seed

@@ -1,0 +1,148 @@
+"""The fake side's answer in Gemini: the response, its stream (SSE frames of whole responses), and
+Google's error envelope. Touches only a rendered `ModelTurn` and the request's `Conversation`; it
+reads no request bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..._types import (
+    StopReason,
+    Text,
+)
+from .._base import (
+    Conversation,
+    ModelTurn,
+    Rule,
+    WireError,
+    split_fragments,
+    stable_token,
+)
+from .._sse import dumps, sse_frame
+from ._client import encode_part, fake_part
+from ._reasoning import encode_parts, is_thought
+
+__all__ = ["encode_response", "encode_stream", "error"]
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_CALLS_MESSAGE = "Model generated function call(s)."
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL", 501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+}  # fmt: skip
+_GOOGLE_STATUSES = {*_STATUS_NAMES.values(), "UNKNOWN", "FAILED_PRECONDITION", "OUT_OF_RANGE", "ALREADY_EXISTS"}
+_BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
+    parts = encode_parts(turn.message.content, fake_part)
+    content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {"role": "model"}
+    candidate = {"content": content, **_finish(turn), "index": 0}
+    return {"candidates": [candidate], **_response_fields(turn, conversation)}
+
+
+def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+    """One complete response per chunk: text in small fragments, then every call whole in the
+    final chunk (Gemini neither splits arguments nor spreads parallel calls over chunks, and
+    google-genai's chat keeps each chunk as its own history turn), `finishReason` on the last.
+    A thinking model's call chunk carries the signature and no `finishReason`; an empty text part
+    follows with it, the Gemini 3 shape."""
+    if turn.message.reasoning():
+        return _thinking_stream(turn, conversation)
+    chunks: list[list[dict[str, Any]]] = [
+        [{"text": fragment}]
+        for part in turn.message.content
+        if isinstance(part, Text)
+        for fragment in split_fragments(part.text)
+    ]
+    calls = [encode_part(part) for part in turn.message.tool_calls()]
+    if calls or not chunks:
+        chunks.append(calls or [{"text": ""}])  # the finishReason needs a chunk to ride on
+    return _frames(chunks, turn, conversation)
+
+
+def _thinking_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+    thoughts = [part for part in turn.message.reasoning() if is_thought(part)]
+    texts = [part for part in turn.message.content if isinstance(part, Text)]
+    chunks: list[list[dict[str, Any]]] = [[part.data()] for part in thoughts]
+    chunks += [[{"text": fragment}] for part in texts for fragment in split_fragments(part.text)]
+    rest = [part for part in turn.message.content if not isinstance(part, Text) and part not in thoughts]
+    calls = encode_parts(rest, fake_part)
+    if calls:
+        chunks.append(calls)
+    chunks.append([{"text": ""}])
+    return _frames(chunks, turn, conversation)
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    rule: Rule,
+    param: str | None = None,
+    code: str | None = None,
+    message_index: int | None = None,
+) -> WireError:
+    """Google's envelope, pretty-printed as the real API sends it. A 400's `param` names the field
+    (`details[].fieldViolations`, as proto conversion errors carry); a `code` that is a Google
+    status name replaces the default one, any other code rides along as an ErrorInfo reason."""
+    status_name = code if code in _GOOGLE_STATUSES else _STATUS_NAMES.get(status, "UNKNOWN")
+    error: dict[str, Any] = {"code": status, "message": message, "status": status_name}
+    details: list[dict[str, Any]] = []
+    if param is not None and status == 400:
+        violation = {"field": param, "description": message} if param else {"description": message}
+        details.append({"@type": _BAD_REQUEST, "fieldViolations": [violation]})
+    if code and code not in _GOOGLE_STATUSES:
+        details.append({"@type": _ERROR_INFO, "reason": code.upper(), "domain": "skyl-sandbox"})
+    if details:
+        error["details"] = details
+    # backslashreplace keeps a stray surrogate in a message a valid JSON escape, not a crash.
+    body = (json.dumps({"error": error}, indent=2, ensure_ascii=False) + "\n").encode(errors="backslashreplace")
+    headers = {"content-type": "application/json; charset=UTF-8"}
+    return WireError(status, body, message=message, rule=rule, headers=headers, message_index=message_index)
+
+
+def _finish(turn: ModelTurn) -> dict[str, Any]:
+    reason = turn.raw_stop_reason or _FINISH.get(turn.stop_reason, "OTHER")
+    fields: dict[str, Any] = {"finishReason": reason}
+    if turn.message.tool_calls() and reason == "STOP":
+        fields["finishMessage"] = _CALLS_MESSAGE  # what 2.5 and 3 send; the SDK drops it
+    return fields
+
+
+_FINISH = {
+    StopReason.END_TURN: "STOP",
+    StopReason.TOOL_USE: "STOP",  # there is no tool-use finish reason
+    StopReason.STOP_SEQUENCE: "STOP",
+    StopReason.MAX_TOKENS: "MAX_TOKENS",
+    StopReason.REFUSAL: "SAFETY",
+}
+
+
+def _frames(chunks: list[list[dict[str, Any]]], turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+    """One SSE frame per chunk of parts; the last carries the finish reason."""
+    fields = _response_fields(turn, conversation)
+    frames = []
+    for number, parts in enumerate(chunks):
+        finish = _finish(turn) if number == len(chunks) - 1 else {}
+        candidate = {"content": {"parts": parts, "role": "model"}, **finish, "index": 0}
+        frames.append(sse_frame(dumps({"candidates": [candidate], **fields}), newline="\r\n"))
+    return frames
+
+
+def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
+    usage = turn.usage
+    return {
+        "usageMetadata": {
+            "promptTokenCount": usage.input_tokens,
+            "candidatesTokenCount": usage.output_tokens,
+            "totalTokenCount": usage.total_tokens,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": usage.input_tokens}],
+        },
+        "modelVersion": conversation.model,
+        "responseId": stable_token(turn.seed, 22, _B64URL),
+    }

@@ -1,0 +1,88 @@
+"""The OpenAI Responses API (`POST /v1/responses`), on both sides of the wire.
+
+Shapes: shared/reference/wire-openai.md section 3, checked against the openai 3.57 SDK types.
+The Responses API has no messages, only a flat list of items: an assistant turn is a `message`
+item (its prose) plus one `function_call` item per call, and each result is a
+`function_call_output` item paired with its call by `call_id`, not by position. The neutral model
+folds the assistant items that follow each other back into one assistant message.
+
+This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
+`_client` (the skyl client: items out, response in, whole or streamed), `_validate` (the API's
+texts and field checks) and `_parse` (one walk over a request, in the API's order), `_encode` (the
+response object and its event stream), `_reasoning` (reasoning items and their echo rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..._types import Reasoning, Request, Response
+from .._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat, stable_token
+from .._openai import openai_request_headers
+from . import _client, _encode, _parse, _reasoning
+from ._validate import wire_error
+
+__all__ = ["WIRE", "OpenAIResponses"]
+
+
+class OpenAIResponses(WireFormat):
+    """`provider="openai-responses"`: OpenAI's Responses API."""
+
+    name = _client.PROVIDER
+    base_url = "https://api.openai.com/v1"
+    stream_media_type = "text/event-stream; charset=utf-8"
+
+    def request_headers(self, request_digest: str) -> dict[str, str]:
+        return openai_request_headers(request_digest)
+
+    # -- client side -------------------------------------------------------------------------
+
+    def encode_request(self, request: Request, *, stream: bool, api_key: str | None) -> EncodedRequest:
+        return _client.encode_request(request, stream=stream, api_key=api_key)
+
+    def decode_response(self, data: Any) -> Response:
+        return _client.decode_response(data)
+
+    def stream_decoder(self) -> StreamDecoder:
+        return _client.ResponsesStreamDecoder()
+
+    # -- fake side -----------------------------------------------------------------------------
+
+    def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:
+        return _parse.parse_request(body)
+
+    def call_id(self, seed: str) -> str:
+        return "call_" + stable_token(seed, 24)
+
+    def encode_response(self, turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
+        return _encode.encode_response(turn, conversation)
+
+    def reasoning_parts(
+        self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
+    ) -> list[Reasoning]:
+        return [_reasoning.reasoning_item(seed, thought, conversation)]
+
+    def check_reasoning(
+        self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
+    ) -> None:
+        _reasoning.check_echo(conversation, index, expected)
+
+    def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+        """created, in_progress, each item's events, then the terminal event holding the full response."""
+        return _encode.encode_stream(turn, conversation)
+
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        rule: Rule,
+        param: str | None = None,
+        code: str | None = None,
+        message_index: int | None = None,
+    ) -> WireError:
+        return wire_error(status, message, rule=rule, param=param, code=code, message_index=message_index)
+
+
+WIRE = OpenAIResponses()

@@ -1,0 +1,249 @@
+"""The fake side's answer in the Responses API: the response object and its SSE stream of events.
+Touches only a rendered `ModelTurn` and the request's `Conversation`; it reads no request bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..._types import (
+    Reasoning,
+    StopReason,
+    Text,
+    ToolCall,
+)
+from .._base import (
+    CREATED_AT,
+    HEX,
+    Conversation,
+    ModelTurn,
+    split_fragments,
+    stable_token,
+)
+from .._sse import dumps, sse_frame
+from ._reasoning import stream_item
+
+__all__ = ["encode_response", "encode_stream"]
+
+_STATUSES = ("completed", "failed", "in_progress", "cancelled", "queued", "incomplete")
+_TERMINAL_EVENTS = {"incomplete": "response.incomplete", "failed": "response.failed"}
+
+
+def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
+    status, incomplete = _status(turn)
+    usage = turn.usage
+    return _response_object(
+        turn,
+        conversation,
+        status=status,
+        incomplete=incomplete,
+        output=_output_items(turn),
+        usage={
+            "input_tokens": usage.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": usage.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.total_tokens,
+        },
+    )
+
+
+def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+    """created, in_progress, each item's events, then the terminal event holding the full response."""
+    final = encode_response(turn, conversation)
+    pending = {**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None}
+    writer = _StreamWriter()
+    writer.emit("response.created", response=pending)
+    writer.emit("response.in_progress", response=pending)
+    for index, item in enumerate(final["output"]):
+        if item["type"] == "function_call":
+            _stream_call(writer, index, item)
+        elif item["type"] == "reasoning":
+            stream_item(writer.emit, index, item)
+        else:
+            _stream_message(writer, index, item)
+    writer.emit(_TERMINAL_EVENTS.get(final["status"], "response.completed"), response=final)
+    return writer.frames
+
+
+# -- fake side --------------------------------------------------------------------------------------
+
+
+def _status(turn: ModelTurn) -> tuple[str, dict[str, str] | None]:
+    """`status` and `incomplete_details`; a raw stop reason is a status, or else an incomplete reason."""
+    raw = turn.raw_stop_reason
+    if raw is not None and raw != "incomplete":
+        return (raw, None) if raw in _STATUSES else ("incomplete", {"reason": raw})
+    if raw == "incomplete" or turn.stop_reason is StopReason.MAX_TOKENS:
+        return "incomplete", {"reason": "max_output_tokens"}
+    return "completed", None
+
+
+def _item_id(prefix: str, seed: str, what: str) -> str:
+    return f"{prefix}_" + stable_token(f"{seed}:{what}", 48, HEX)
+
+
+def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
+    """One message item per run of text (refusal parts for a REFUSAL turn), one item per call."""
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+    refusal = turn.stop_reason is StopReason.REFUSAL
+
+    def flush() -> None:
+        if texts:
+            content = [_refusal_part(text) if refusal else _text_part(text) for text in texts]
+            items.append(
+                {
+                    "id": _item_id("msg", turn.seed, f"message:{len(items)}"),
+                    "type": "message",
+                    "status": "completed",
+                    "content": content,
+                    "role": "assistant",
+                }
+            )
+            texts.clear()
+
+    for part in turn.message.content:
+        if isinstance(part, Text):
+            texts.append(part.text)
+        elif isinstance(part, Reasoning):
+            flush()
+            items.append(part.data())
+        elif isinstance(part, ToolCall):
+            flush()
+            item_id = part.meta.get("item_id")
+            items.append(
+                {
+                    "id": item_id if isinstance(item_id, str) else _item_id("fc", turn.seed, f"call:{len(items)}"),
+                    "type": "function_call",
+                    "status": "completed",
+                    "arguments": dumps(dict(part.arguments)),
+                    "call_id": part.id,
+                    "name": part.name,
+                }
+            )
+    flush()
+    return items
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+def _refusal_part(text: str) -> dict[str, Any]:
+    return {"type": "refusal", "refusal": text}
+
+
+def _echo(raw: Mapping[str, Any], key: str, default: Any) -> Any:
+    value = raw.get(key)
+    return default if value is None else value
+
+
+def _echo_tools(conversation: Conversation) -> list[dict[str, Any]]:
+    """The request's function tools, with the fields the API fills in (strict defaults to true)."""
+    sent = conversation.raw.get("tools")
+    strict = {
+        tool.get("name"): tool.get("strict")
+        for tool in (sent if isinstance(sent, list) else [])
+        if isinstance(tool, dict) and isinstance(tool.get("strict"), bool)
+    }
+    return [
+        {
+            "type": "function",
+            "description": tool.description or None,
+            "name": tool.name,
+            "parameters": dict(tool.parameters),
+            "strict": strict.get(tool.name, True),
+        }
+        for tool in conversation.tools
+    ]
+
+
+def _response_object(
+    turn: ModelTurn,
+    conversation: Conversation,
+    *,
+    status: str,
+    incomplete: dict[str, str] | None,
+    output: list[dict[str, Any]],
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    """The full response object, fields in the order the recorded responses use."""
+    raw = conversation.raw
+    return {
+        "id": _item_id("resp", turn.response_seed, "response"),
+        "object": "response",
+        "created_at": CREATED_AT,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": incomplete,
+        "instructions": raw.get("instructions"),
+        "max_output_tokens": raw.get("max_output_tokens"),
+        "model": conversation.model,
+        "output": output,
+        "parallel_tool_calls": _echo(raw, "parallel_tool_calls", True),
+        "previous_response_id": raw.get("previous_response_id"),
+        "reasoning": {"effort": None, "summary": None},
+        "service_tier": "default",
+        "store": _echo(raw, "store", True),
+        "temperature": _echo(raw, "temperature", 1.0),
+        "text": {"format": {"type": "text"}},
+        "tool_choice": _echo(raw, "tool_choice", "auto"),
+        "tools": _echo_tools(conversation),
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage,
+        "user": None,
+        "metadata": {},
+    }
+
+
+class _StreamWriter:
+    """Numbers events from 0 and frames them as `event:` + `data:` pairs."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        event = {"type": kind, "sequence_number": len(self.frames), **fields}
+        self.frames.append(sse_frame(dumps(event), event=kind))
+
+
+def _stream_call(writer: _StreamWriter, index: int, item: dict[str, Any]) -> None:
+    ids = {"item_id": item["id"], "output_index": index}
+    writer.emit(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "status": "in_progress", "arguments": ""},
+    )
+    for fragment in split_fragments(item["arguments"]):
+        writer.emit("response.function_call_arguments.delta", **ids, delta=fragment)
+    # No `name` here: the real event carries the item id and the arguments only (openai 3.57
+    # ResponseFunctionCallArgumentsDoneEvent; the recorded streams of reference 3.3); the name
+    # arrives with `response.output_item.added`.
+    writer.emit("response.function_call_arguments.done", **ids, arguments=item["arguments"])
+    writer.emit("response.output_item.done", output_index=index, item=item)
+
+
+def _stream_message(writer: _StreamWriter, index: int, item: dict[str, Any]) -> None:
+    writer.emit(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "status": "in_progress", "content": []},
+    )
+    for content_index, part in enumerate(item["content"]):
+        ids = {"item_id": item["id"], "output_index": index, "content_index": content_index}
+        if part["type"] == "refusal":
+            writer.emit("response.content_part.added", **ids, part=_refusal_part(""))
+            for fragment in split_fragments(part["refusal"]):
+                writer.emit("response.refusal.delta", **ids, delta=fragment)
+            writer.emit("response.refusal.done", **ids, refusal=part["refusal"])
+        else:
+            writer.emit("response.content_part.added", **ids, part=_text_part(""))
+            for fragment in split_fragments(part["text"]):
+                writer.emit("response.output_text.delta", **ids, delta=fragment, logprobs=[])
+            writer.emit("response.output_text.done", **ids, text=part["text"], logprobs=[])
+        writer.emit("response.content_part.done", **ids, part=part)
+    writer.emit("response.output_item.done", output_index=index, item=item)
