@@ -257,3 +257,44 @@ def test_a_chain_keeps_each_turn_once() -> None:
         sizes.append(kept.store.held)
     growth = [later - earlier for earlier, later in zip(sizes, sizes[1:], strict=False)]
     assert max(growth) < 2 * min(growth), growth
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": "single_call", "previous_response_id": "resp_1", "input": []},
+        {"model": "single_call", "max_tokens": 9, "messages": [], "thread": {"type": "continue"}},
+        {"model": "single_call", "conversation": "conv_1", "input": "hi"},
+    ],
+    ids=["previous_response_id", "thread", "conversation"],
+)
+def test_a_continuation_is_answered_off_the_servers_event_loop(body: dict[str, Any]) -> None:
+    """Its history is a stored chain's, however small its own body: on the loop, a deep chain once
+    held another client for 1.7 s."""
+    engine = sandbox.Engine()
+    assert not engine.runs_inline(json.dumps(body).encode(), 64 * 1024)
+    assert engine.runs_inline(json.dumps({"model": "single_call", "input": "hi"}).encode(), 64 * 1024)
+
+
+def test_racing_continuations_of_one_stored_response_are_all_answered() -> None:
+    """Unlike a thread turn, a stored response may be continued any number of times, at once too."""
+    engine = sandbox.Engine()
+    create = {"model": "single_call", "input": "What's the weather in Paris?", "tools": [RESPONSES_WEATHER]}
+    first = _post(engine, "/v1/responses", create)[1]
+    body = json.dumps(_responses_continue(first)).encode()
+    start = threading.Barrier(4)
+    statuses: list[int] = []
+
+    def go() -> None:
+        start.wait(timeout=10)
+        statuses.append(engine.handle("POST", "/v1/responses", body).status)
+
+    racers = [threading.Thread(target=go) for _ in range(4)]
+    for thread in racers:
+        thread.start()
+    for thread in racers:
+        thread.join(timeout=30)
+    assert statuses == [200] * 4
+    held = engine.kept.store.claim(first["id"], "", once=False)  # one being answered right now
+    assert not isinstance(held, str)
+    assert engine.handle("POST", "/v1/responses", body).status == 200

@@ -159,8 +159,8 @@ class KeptState:
             new_input = [{"role": "user", "content": new_input}]
         if not isinstance(new_input, list):
             return Expanded(body)
-        entry = self.store.get(key)
-        if entry is None or entry.owner != owner:
+        entry = self.conversations.find(key, owner)
+        if entry is None:
             return Expanded(body, missing_conversation=key)  # the wire format answers "Conversation ... not found."
         new_items = b",".join(_dumps(item) for item in new_input)
         history = b",".join(part for part in (entry.items, new_items) if part)

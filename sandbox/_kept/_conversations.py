@@ -172,10 +172,15 @@ class Conversations:
     # -- helpers -------------------------------------------------------------------------------
 
     def _entry(self, key: str, owner: str) -> Entry:
-        entry = self.store.get(key)
-        if entry is None or entry.owner != owner:
+        entry = self.find(key, owner)
+        if entry is None:
             raise self.not_found(key)
         return entry
+
+    def find(self, key: str, owner: str) -> Entry | None:
+        """The conversation `key` of `owner`, or None (a thread's or a response's id is not one)."""
+        entry = self.store.get(key) if key.startswith("conv_") else None
+        return entry if entry is not None and entry.owner == owner else None
 
     def not_found(self, key: str) -> WireError:
         error = self.wire.error(404, f"Conversation with id '{key}' not found.", rule=Rule.NOT_FOUND)  # [OBS]

@@ -84,25 +84,27 @@ class Store:
             return self._entries.get(key)
 
     def claim(self, key: str, owner: str, *, once: bool) -> Claim | str:
-        """Hold `key` for a continuation and return its chain, or say why not: `missing` (never stored
+        """Return the chain of `key` for a continuation and, `once` (a thread turn, continued at most
+        once), hold it until the continuation is answered; or say why not: `missing` (never stored
         here, or stored by another sender), `evicted`, `broken` (an older turn of its chain was
-        evicted), `continued` (`once`, and it was), `in_flight` (another continuation holds it)."""
+        evicted), `continued` (`once`, and it was), `in_flight` (`once`, and another continuation
+        holds it). A stored response may be continued by any number of requests at once."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry.owner != owner:
                 return "evicted" if key in self._evicted else "missing"
             if once and entry.continued:
                 return "continued"
-            if entry.in_flight:
+            if once and entry.in_flight:
                 return "in_flight"
             history = self._chain(key)
             if history is None:
                 return "broken"
-            entry.in_flight = True
+            entry.in_flight = entry.in_flight or once
             return Claim(key, history, entry.fields)
 
     def release(self, claim: Claim) -> None:
-        """The continuation failed: the entry can be continued again."""
+        """The continuation failed: the entry can be continued again (a no-op for one never held)."""
         with self._lock:
             entry = self._entries.get(claim.key)
             if entry is not None:
