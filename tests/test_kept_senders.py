@@ -298,3 +298,30 @@ def test_racing_continuations_of_one_stored_response_are_all_answered() -> None:
     held = engine.kept.store.claim(first["id"], "", once=False)  # one being answered right now
     assert not isinstance(held, str)
     assert engine.handle("POST", "/v1/responses", body).status == 200
+
+
+def test_the_sdk_thread_helper_continues_unthreaded_on_an_unsupported_request() -> None:
+    """`unsupported_request_behavior="continue_unthreaded"`: the SDK (`lib/threads/_thread_state.py`,
+    `recovers_from`) resends the turn, and every later one, with the full history and no `thread`."""
+    import anthropic
+    import httpx2
+    from anthropic import beta_tool
+
+    from tests.frameworks._tools import scenario_functions
+
+    transport = sandbox.httpx2_transport()
+    scenario = sandbox.get_scenario("multi_step")
+    with anthropic.Anthropic(api_key="k", max_retries=0, http_client=httpx2.Client(transport=transport)) as client:  # type: ignore[arg-type]
+        thread = client.beta.messages.thread(
+            model="multi_step",
+            max_tokens=256,
+            tools=[beta_tool(function) for function in scenario_functions("multi_step")],
+            messages=[{"role": "user", "content": scenario.prompt}],
+            context_management={"edits": [{"type": "clear_tool_uses_20250919"}]},
+            unsupported_request_behavior="continue_unthreaded",
+        )
+        final = thread.tool_runner().until_done()
+    assert "confirmed, ref LB-2041" in final.content[-1].text
+    statuses = [exchange.status for exchange in transport.journal]
+    assert statuses[0] == 400 and set(statuses[1:]) == {200}
+    assert all(b'"thread"' not in exchange.request_body for exchange in list(transport.journal)[1:])
