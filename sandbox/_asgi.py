@@ -258,8 +258,11 @@ def serve(
     head_timeout: float = HEAD_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
     ready: Callable[[], None] | None = None,
+    wrap: Callable[[SandboxApp], Any] | None = None,
 ) -> None:
-    """Run the sandbox under uvicorn until interrupted; `ready` runs once the port is bound."""
+    """Run the sandbox under uvicorn until interrupted; `ready` runs once the port is bound.
+
+    `wrap` puts an ASGI app around the sandbox's (the workshop room mounts itself beside it)."""
     import uvicorn
 
     sock = _listen(host, port)
@@ -269,8 +272,9 @@ def serve(
     quiet = QuietLog()
     for name in ("uvicorn", "uvicorn.error", "asyncio"):
         logging.getLogger(name).addFilter(quiet)
+    app = SandboxApp(engine, body_timeout=body_timeout)
     config = uvicorn.Config(
-        SandboxApp(engine, body_timeout=body_timeout),
+        wrap(app) if wrap is not None else app,
         host=host,
         port=port,
         log_level=log_level,

@@ -8,6 +8,7 @@ sandbox solution N           the reference solution, once N passes
 sandbox scenarios            the scenario catalogue
 sandbox replay SCENARIO      a reference run of a scenario, request by request
 sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
+sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
 """
 
@@ -33,6 +34,7 @@ from .grading.judge._progress import Progress
 from .grading.judge._state import State
 from .grading.judge._transcript import describe_call, describe_message, quote
 from .grading.programs._program_cases import CASES
+from .room import _cli as room
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -100,12 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     command("list", "List the challenges with their status and a progress bar.", _list, [where])
     check = command("check", "Grade challenge N with pytest (every challenge without N).", _check, [where])
     check.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    room.add_join_options(check)
     hint = command("hint", "Show the next hint for challenge N (one more each time).", _hint, [where])
     hint.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
     watch = command(
         "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
     )
     watch.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between checks (default 1)")
+    room.add_join_options(watch)
     solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
     solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
     command("scenarios", "List the scenario catalogue with descriptions.", _scenarios, [])
@@ -114,16 +118,19 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--provider", default="openai", choices=PROVIDERS, help="the wire format (default openai)")
     replay.add_argument("--wire", action="store_true", help="also print each request and response body")
     serve_ = command("serve", "Serve the sandbox over HTTP: all four wire formats at their real paths.", _serve, [])
-    serve_.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    serve_.add_argument("--port", type=_port, default=8765, help="port (default 8765)")
-    serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
-    serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
-    serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
-    serve_.add_argument(
-        "--faults", default=None, metavar="SPEC", help="faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
-    )
-    serve_.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
-    serve_.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
+    room_ = command("room", room.SUMMARY, _serve, [])
+    room_.set_defaults(room=True)
+    for sub in (serve_, room_):
+        sub.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+        sub.add_argument("--port", type=_port, default=8765, help="port (default 8765)")
+        sub.add_argument("--scenario", default=None, help="answer every request with this scenario")
+        sub.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
+        sub.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+        faults = "faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
+        sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
+        sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
+        sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
+        room.add_options(sub, flag=sub is serve_)
     grade_ = command(
         "grade",
         "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",
@@ -146,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"seconds per case (default {GRADE_TIMEOUT:g})",
     )
     grade_.add_argument("--build", default=None, metavar="CMD", help="run CMD once first, e.g. 'go build -o loop .'")
+    room.add_join_options(grade_)
     return parser
 
 
@@ -179,6 +187,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    room.join_from(args)
     root, challenges = _challenges(args)
     chosen = [_pick(challenges, args.number)] if args.number else challenges
     return Progress(root, challenges).run(chosen)
@@ -209,6 +218,7 @@ def _hint(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise CommandError(f"--interval {args.interval}: use a number of seconds above 0.")
+    room.join_from(args)
     root, challenges = _challenges(args)
     print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
     try:
@@ -326,7 +336,8 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
-    engine = Engine(
+    engine_class = room.RecordingEngine if args.room else Engine
+    engine = engine_class(
         args.scenario,
         scenarios=scenarios,
         budget=args.budget,
@@ -350,6 +361,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()
 
+    if args.room:
+        return room.serve_room(args, engine, banner)
     serve(engine, host=args.host, port=args.port, ready=banner)
     return 0
 
@@ -381,12 +394,16 @@ def _grade(args: argparse.Namespace) -> int:
             choices = "\n".join(f"- {info.number}: {info.name}" for info in programs)
             raise CommandError(f"{found.name} grades Python code only so far. A program is graded on:\n{choices}")
         chosen = [found]
-    return grade(
-        args.program,
-        plan([info.name for info in chosen], providers),
-        out=sys.stdout,
-        timeout=args.timeout,
-        report=args.report,
-        build=args.build,
-        titles={info.name: info.title for info in chosen},
+    return room.around_grade(
+        args,
+        lambda observe: grade(
+            args.program,
+            plan([info.name for info in chosen], providers),
+            out=sys.stdout,
+            timeout=args.timeout,
+            report=args.report,
+            build=args.build,
+            titles={info.name: info.title for info in chosen},
+            observe=observe,
+        ),
     )

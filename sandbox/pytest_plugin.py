@@ -8,6 +8,7 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
     --impl DIR             grade DIR/<challenge folder name>.py instead of exercise.py
     --report PATH          Gradescope results.json, rewritten after every test
     --challenge-timeout S  the per-test deadline (the request budget is the main guard)
+    --room URL --name NAME post each run's results to a workshop room (`sandbox room`)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .grading.judge._meta import HINTS_FILE, challenge_folder, load_challenges
 from .grading.judge._report import ResultsFile
 from .grading.judge._state import State, digest
 from .grading.judge._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+from .room import _plugin as room
 
 if TYPE_CHECKING:
     from ._mock import SandboxMock
@@ -70,6 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write challenge results to PATH in Gradescope's results.json format, updated after every test.",
     )
+    room.add_options(group, lambda group, names, **attrs: _add_option(parser, group, names, **attrs))
     group.addoption(
         "--challenge-timeout",
         dest="sandbox_timeout",
@@ -136,6 +139,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.pluginmanager.register(harness, "sandbox-challenges")
         groups = FailureGroups({nodeid: ref.name for nodeid, ref in refs.items()})
         session.config.pluginmanager.register(groups, "sandbox-failure-groups")
+        reporter = room.reporter_for(session.config, {nodeid: ref.name for nodeid, ref in refs.items()})
+        if reporter is not None:
+            session.config.pluginmanager.register(reporter, "sandbox-room")
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
             harness.implementations.start()
 
