@@ -294,3 +294,14 @@ def test_the_javascript_feedback_names_the_javascript_api(
     _, out = grade(capsys, "2", "--wire", "anthropic", "--", node, str(mistake))
     assert names_rule(out, lesson_for(Rule.RESULT_WITHOUT_TURN), "js"), out
     assert "skyl." not in out and "resp.tool_calls()" not in out, out
+
+
+def test_the_readme_counts_the_cases_the_walkthroughs_grade() -> None:
+    """The Go walkthrough's full grade runs every case on all four formats, the JavaScript one on two."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    go_line = next(
+        line for line in readme.splitlines() if line.startswith("sandbox grade -- ./loop") and " cases:" in line
+    )
+    js_line = next(line for line in readme.splitlines() if "-- node examples/js/loop.mjs    #" in line)
+    assert f"# {len(PROVIDERS) * ALL_CASES} cases" in go_line, go_line
+    assert f"# {2 * ALL_CASES} cases" in js_line, js_line

@@ -156,3 +156,32 @@ def test_init_refuses_a_folder_that_is_not_empty(
     assert err.startswith("sandbox: error: ") and "Traceback" not in err
     if occupied:
         assert (target / "main.go").read_text() == "package main\n"  # never overwritten
+
+
+def test_an_existing_module_takes_the_client_as_the_readme_says(
+    go: str, go_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`go mod init myloop` first (what the issue's Go learner did), then the README's two lines."""
+    section = README.split("### A Go walkthrough", 1)[1]
+    block = section.split("Already ran `go mod init`", 1)[1]
+    commands = re.search(r"```bash\n(.*?)```", block, re.DOTALL)
+    assert commands
+    scaffold = tmp_path / "scaffold"
+    env = {
+        **go_env,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), str(Path(go).parent), os.environ["PATH"]]),
+    }
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    subprocess.run([go, "mod", "init", "myloop"], cwd=mine, env=env, check=True, capture_output=True)
+    shutil.copy(GO_SOURCES / "main.go", mine / "main.go")  # the learner's own loop, importing "skyl"
+    script = commands.group(1).replace("/tmp/scaffold", str(scaffold))
+    done = subprocess.run(
+        script, shell=True, cwd=mine, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    built = subprocess.run(
+        [go, "build", "-o", "loop", "."], cwd=mine, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (mine / "loop").exists()
