@@ -43,7 +43,7 @@ import httpx  # noqa: E402
 import sandbox  # noqa: E402
 from sandbox import skyl  # noqa: E402
 
-ROWS = ("inproc", "loop", "sdk", "serve", "stalls", "challenges", "learner", "memory", "limits")
+ROWS = ("inproc", "loop", "sdk", "serve", "stalls", "challenges", "learner", "memory", "limits", "kept")
 PROMPT = "What's the weather in Paris?"
 
 
@@ -533,7 +533,7 @@ def row_learner(settings: Settings) -> list[Row]:
         best = min(saves)
         rows.append(
             Row(
-                "sandbox watch: a save of a failing exercise re-graded (-x, first failure shown)",
+                "sandbox watch: a save of a failing exercise re-graded, up to its first failure",
                 best / base,
                 f"pytest on {count} trivial tests, same venv and config",
                 "< 1 s, <= 1x",
@@ -717,6 +717,19 @@ def row_limits(settings: Settings) -> list[Row]:
 # -- the table ---------------------------------------------------------------------------------------
 
 
+def row_kept(settings: Settings) -> list[Row]:
+    import _kept
+
+    memory, measured = _kept.memory_row(settings.quick)
+    cost, timed = _kept.chain_row(settings.quick)
+    return [
+        Row("kept state: RSS growth for stored responses past the bound", memory, "the bound (64 MiB)", "<= 1.5",
+            memory <= 1.5, measured),
+        Row("kept state: one previous_response_id continuation at depth 500", cost, "the same at depth 10-30",
+            "<= 2 (cost of what is new)", cost <= 2, timed),
+    ]  # fmt: skip
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -775,7 +788,7 @@ def main() -> int:
     rows: list[Row] = []
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve, "stalls": row_stalls,
                 "challenges": row_challenges, "learner": row_learner, "memory": row_memory,
-                "limits": row_limits}  # fmt: skip
+                "limits": row_limits, "kept": row_kept}  # fmt: skip
     for name in ROWS:
         if name in chosen:
             print(f"... {name}", file=sys.stderr, flush=True)

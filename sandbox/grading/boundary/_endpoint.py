@@ -170,6 +170,12 @@ class Endpoint:
                     return
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
             return  # a malformed or abandoned request: drop the connection
+        except asyncio.CancelledError:
+            # `close()` cancels a connection still waiting for its next request (a program's kept-alive
+            # socket the kernel had not yet reported closed). End quietly rather than cancelled: Python
+            # 3.11's StreamReaderProtocol calls task.exception() on the finished task, which raises for a
+            # cancelled one and prints a CancelledError traceback in the middle of the grader's output.
+            return
         finally:
             self._writers.discard(writer)
             writer.close()
