@@ -326,20 +326,27 @@ def row_serve(settings: Settings) -> list[Row]:
         print(skipped, file=sys.stderr, flush=True)
     kinds = ["sandbox", "starlette"] + ([] if skipped else ["aimock"])
     cells: dict[tuple[str, bool, int], _serve.Cell] = {}
+    cpus: dict[tuple[str, bool, int], float] = {}
     for stream in (False, True):
         pool = _serve.request_pool(stream)
         with contextlib.ExitStack() as stack:
-            ports = {kind: stack.enter_context(_serve.server_process(kind)).port for kind in kinds}
+            served = {kind: stack.enter_context(_serve.server_process(kind)) for kind in kinds}
             for kind in kinds:  # first requests pay for imports and caches: not measured
-                _serve.measure(kind, ports[kind], pool, stream=stream, clients=4, seconds=1.0)
+                _serve.measure(kind, served[kind].port, pool, stream=stream, clients=4, seconds=1.0)
             for clients in SERVE_CLIENTS:
                 for round_index in range(rounds):
                     shift = round_index % len(kinds)
                     for kind in kinds[shift:] + kinds[:shift]:
-                        cell = _serve.measure(kind, ports[kind], pool, stream=stream, clients=clients, seconds=seconds)
+                        port, pid = served[kind].port, served[kind].pid
+                        cell = _serve.measure(
+                            kind, port, pool, stream=stream, clients=clients, seconds=seconds, pid=pid
+                        )
                         best = cells.get((kind, stream, clients))
                         if best is None or cell.rps > best.rps:
                             cells[kind, stream, clients] = cell
+                        cpu = cpus.get((kind, stream, clients))
+                        if cell.cpu_us is not None and (cpu is None or cell.cpu_us < cpu):
+                            cpus[kind, stream, clients] = cell.cpu_us
     rows = []
     for stream in (False, True):
         mode = "streamed" if stream else "plain"
@@ -374,6 +381,22 @@ def row_serve(settings: Settings) -> list[Row]:
                     profile,
                 )
             )
+            cpu, floor_cpu, mock_cpu = (
+                cpus.get((kind, stream, clients)) for kind in ("sandbox", "starlette", "aimock")
+            )
+            if cpu is not None and floor_cpu is not None:
+                versus = f", aimock {mock_cpu:.0f} us" if mock_cpu is not None else ""
+                rows.append(
+                    Row(
+                        f"{name}: server CPU per request against the starlette floor",
+                        cpu / floor_cpu,
+                        "minimal starlette app, same canned answers (best round each)",
+                        "<= 1x",
+                        cpu <= floor_cpu,
+                        f"sandbox {cpu:.0f} us vs starlette {floor_cpu:.0f} us{versus}",
+                        profile,
+                    )
+                )
             others = "".join(
                 f", {kind} {cells[kind, stream, clients].p50_ms:.2f} / {cells[kind, stream, clients].p99_ms:.2f}"
                 for kind in kinds[1:]
