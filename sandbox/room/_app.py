@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from importlib import resources
@@ -151,7 +152,7 @@ class RoomApp:
         if path in ("/", "/index.html") and method == "GET":
             base = _base_url(scope)
             html = _page.page(
-                snapshot(_now()),
+                snapshot(time.time()),
                 join_line=f"pytest challenges/ --room {base}{PREFIX} --name 'YOUR NAME'",
                 loop_line=f"base_url={base}/v1, api_key: the one printed when you join",
             )
@@ -163,7 +164,7 @@ class RoomApp:
                 {"content-type": "text/html; charset=utf-8", "set-cookie": cookie, **_SECURITY},
             )
         elif path == "/api/state" and method == "GET":
-            await _json(send, 200, snapshot(_now()))
+            await _json(send, 200, snapshot(time.time()))
         elif path == "/api/events" and method == "GET":
             await self._events(receive, send)
         elif path.startswith("/fragment/learner/") and method == "GET":
@@ -184,10 +185,10 @@ class RoomApp:
                 "content-type": "text/csv; charset=utf-8",
                 "content-disposition": 'attachment; filename="room.csv"',
             }
-            await _send(send, 200, _export.room_csv(snapshot(_now())), headers)
+            await _send(send, 200, _export.room_csv(snapshot(time.time())), headers)
         elif path == "/export/results.zip" and method == "GET":
             headers = {"content-type": "application/zip", "content-disposition": 'attachment; filename="results.zip"'}
-            await _send(send, 200, _export.results_zip(snapshot(_now())), headers)
+            await _send(send, 200, _export.results_zip(snapshot(time.time())), headers)
         else:
             raise RoomError(
                 404, "not_found", f"No {method} {PREFIX}{path} in the room: see the room's page for what it serves."
@@ -239,7 +240,7 @@ class RoomApp:
 
 
 def _row(service: RoomService, name: str) -> dict[str, Any] | None:
-    return next((row for row in service.room.snapshot(_now())["learners"] if row["name"] == name), None)
+    return next((row for row in service.room.snapshot(time.time())["learners"] if row["name"] == name), None)
 
 
 def _shutting_down(send: Send) -> bool:
@@ -252,12 +253,6 @@ def _shutting_down(send: Send) -> bool:
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
 
 
 def _query(scope: Scope) -> str:

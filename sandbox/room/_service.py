@@ -91,7 +91,8 @@ class RoomService:
         """API key -> learner, for the keys seen since start-up (the store knows only their digests)."""
         for record in store.learners():
             self.room.join(record.name, record.joined)
-        self.room.replay(store.runs())
+        for learner, progress in store.progress():
+            self.room.restore(learner, progress)
         for learner, key, conversation in store.conversations():
             self.room.put_conversation(learner, key, conversation)
         self._changed: asyncio.Event | None = None
@@ -166,9 +167,8 @@ class RoomService:
             run = parse_run(data)
         except RoomInputError as error:
             raise RoomError(400, "bad_run", f"the room cannot read this run: {error}") from None
-        now = time.time()
-        await asyncio.to_thread(self.store.add_run, name, now, run)
-        self.room.apply_run(name, now, run)
+        self.room.apply_run(name, time.time(), run)
+        await asyncio.to_thread(self.store.put_progress, name, self.room.progress(name))
         self._touch()
 
     async def remove(self, name: str) -> bool:
