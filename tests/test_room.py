@@ -164,8 +164,16 @@ def test_room_expired_token_has_clear_error_and_rejoins_with_it(tmp_path: Path) 
         response = ada.post(run(**{"01_x": (1, 0)}))
         assert response.status_code == 401
         assert "expired" in response.json()["error"]["message"]
-        again = httpx.post(f"{served.room}/api/join", json={"name": "ada", "token": ada.token}, timeout=10)
+        again = httpx.post(
+            f"{served.room}/api/join", json={"name": "ada", "token": ada.token, "api_key": ada.api_key}, timeout=10
+        )
         assert again.status_code == 200 and again.json()["token"] != ada.token
+        assert again.json()["api_key"] == ada.api_key, "their own loop keeps working with the key it has"
+        stranger = Learner.join(served.room, "bob")
+        taken = httpx.post(
+            f"{served.room}/api/join", json={"name": "bob", "token": stranger.token, "api_key": ada.api_key}, timeout=10
+        )
+        assert taken.json()["api_key"] != ada.api_key, "a key stays with the learner it was issued to"
 
 
 @pytest.mark.parametrize(

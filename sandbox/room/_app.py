@@ -111,7 +111,7 @@ class RoomApp:
                     429, "too_many_joins", "Too many joins from this address: wait a moment.", retry_after=wait
                 )
             body = await _body(receive)
-            joined = await self.service.join(body.get("name"), body.get("token"))
+            joined = await self.service.join(body.get("name"), body.get("token"), body.get("api_key"))
             await _json(
                 send,
                 200,

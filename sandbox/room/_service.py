@@ -102,7 +102,9 @@ class RoomService:
 
     # -- learners ---------------------------------------------------------------------------------
 
-    async def join(self, given: object, old_token: object = None) -> Joined:
+    async def join(self, given: object, old_token: object = None, old_api_key: object = None) -> Joined:
+        """A new learner, or (with the token a join gave them, even expired) the same learner again,
+        keeping the API key their own loop already uses when they send it back."""
         cleaned = clean_name(given)
         if cleaned is None:
             raise RoomError(
@@ -116,6 +118,9 @@ class RoomService:
         token, api_key = new_secret("rt-"), new_secret("sk-room-")
         expires = now + self.token_seconds
         if isinstance(old_token, str) and old_token:
+            if isinstance(old_api_key, str) and old_api_key:
+                owner = await asyncio.to_thread(self.store.by_api_key, old_api_key)
+                api_key = old_api_key if owner is not None and owner.name == name else api_key
             if await asyncio.to_thread(self.store.renew_learner, name, old_token, token, api_key, expires):
                 self._forget_keys(name)
                 self._keys[api_key] = name
