@@ -62,3 +62,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the framework suite (tests/frameworks) last: the frameworks cache clients whose connections
     stay open, and an in-process pytest run of a later test (the graders') would report them."""
     items.sort(key=lambda item: "tests/frameworks/" in item.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The room page's screenshot of this run (tests/test_room_browser.py), where a person can look at it."""
+    from tests.room_server import SCREENSHOTS
+
+    for shot in SCREENSHOTS:
+        terminalreporter.write_line(f"room page screenshot: {shot}")
