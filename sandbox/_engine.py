@@ -218,16 +218,21 @@ class Engine:
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
         """The error for a body a door stopped waiting for after `seconds`."""
-        found = route(path)
-        wire = found.wire if found else wrong_path(method, path)[0]
-        digest = _request_digest(method, path, f"slow:{seconds}".encode())
-        error = wire.error(
+        return self.refuse(
+            method,
+            path,
             408,
             f"sandbox: the request body did not arrive within {seconds:g} s, so the sandbox stopped "
             "waiting for it. Send the whole body at once (any HTTP client or SDK does).",
-            rule=Rule.MALFORMED,
         )
-        return _error_exchange(method, path, b"", wire, error, None, digest)
+
+    def refuse(self, method: str, path: str, status: int, message: str) -> Exchange:
+        """A door's own refusal (a slow body, an unknown Content-Encoding, ...) in the envelope of the
+        provider that `path` belongs to, as the engine's errors are."""
+        found = route(path)
+        wire = found.wire if found else wrong_path(method, path)[0]
+        digest = _request_digest(method, path, f"refused:{status}:{message}".encode())
+        return _error_exchange(method, path, b"", wire, wire.error(status, message, rule=Rule.MALFORMED), None, digest)
 
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
         return wire.error(

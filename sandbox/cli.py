@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import NoReturn
 
 from . import _catalogue, skyl
-from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
@@ -34,6 +33,7 @@ from .grading.judge._state import State
 from .grading.judge._transcript import describe_call, describe_message, quote
 from .grading.programs._program_cases import CASES
 from .room import _cli as room
+from .server import cors_origins_of, serve
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -107,7 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     watch = command(
         "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
     )
-    watch.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between checks (default 1)")
+    watch.add_argument(
+        "--interval", type=float, default=0.2, metavar="S", help="seconds between looks for a save (default 0.2)"
+    )
     room.add_join_options(watch)
     solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
     solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
@@ -127,6 +129,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
         faults = "faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
         sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
+        cors = "answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)"
+        sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
         room.add_options(sub, flag=sub is serve_)
     grade_ = command(
         "grade",
@@ -187,7 +191,7 @@ def _check(args: argparse.Namespace) -> int:
     room.join_from(args)
     root, challenges = _challenges(args)
     chosen = [_pick(challenges, args.number)] if args.number else challenges
-    return Progress(root, challenges).run(chosen)
+    return Progress(root, challenges).run_here(chosen)
 
 
 def _hint(args: argparse.Namespace) -> int:
@@ -219,7 +223,7 @@ def _watch(args: argparse.Namespace) -> int:
     root, challenges = _challenges(args)
     print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
     try:
-        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True))
+        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True), clear=sys.stdout.isatty())
     except KeyboardInterrupt:
         print("\nStopped watching.")
     return 0
@@ -333,6 +337,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
+    args.cors_origin = cors_origins_of(args.cors_origin)
     engine_class = room.RecordingEngine if args.room else Engine
     engine = engine_class(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
 
@@ -353,7 +358,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.room:
         return room.serve_room(args, engine, banner)
-    serve(engine, host=args.host, port=args.port, ready=banner)
+    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
     return 0
 
 

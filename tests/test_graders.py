@@ -91,6 +91,7 @@ PROVIDER_REFUSED = r"the provider refused request 2, and complete\(\) sent \d mo
     r"Catch the tool's failure, not the provider's"
 )
 SHARED_KEY = r"Two calls of get_\w+ share the key 'get_\w+', so the second overwrote the first"
+SWAPPED = r"Nothing was lost: the outputs of .* are swapped"
 FROM_MESSAGE_END = (
     r"rebuilt a different turn .*- usage: Usage\(input_tokens=0, output_tokens=0\), expected .*\(from MessageEnd\)"
 )
@@ -334,13 +335,39 @@ MUTANTS: dict[str, Mutant] = {
     "05_uses_skyl_collector": Mutant((caught("*", says=r"off limits here\. Write your own collect_stream"),)),
     "05_complete_not_streaming": Mutant((caught("test_complete_*", says=r"without streaming.*" + STREAM),)),
     "05_unbounded": Mutant((caught("test_complete_is_still_bounded[*]", says=RUNAWAY),)),
+    "05_text_after_calls": Mutant(
+        (
+            caught(
+                f"{COLLECT}[single_call-*]",
+                f"{COLLECT}[no_arguments-*]",
+                f"{COLLECT}[stop_reason_mismatch-*]",
+                says=r"part order: calls, text; expected text, calls: keep the parts in the order the stream "
+                r"sent them.*" + STREAM,
+            ),
+            # Anthropic refuses the turn; the transcript shows it as sent, its text after its call.
+            caught(
+                "test_complete_streams_every_turn[single_call-anthropic]",
+                says=r"-> 1 assistant calls get_weather\(city='Paris'\) \[toolu_\w+\] \"Let me check the weather",
+            ),
+        )
+    ),
     # Anthropic streams a call without arguments as one empty fragment, which skyl drops: the buffer is "".
     "05_loads_empty_arguments": Mutant(
         (
             caught(
                 f"{COLLECT}[no_arguments-anthropic]",
                 "test_complete_streams_every_turn[no_arguments-anthropic]",
-                says=r"raised JSONDecodeError",
+                says=r"raised JSONDecodeError.*json\.loads was given '': an empty string: a call without arguments "
+                r"may stream no ToolCallDelta at all",
+            ),
+        )
+    ),
+    "05_overwrites_arguments": Mutant(
+        (
+            caught(
+                *(f"{COLLECT}[single_call-{provider}]" for provider in ("openai", "openai-responses", "anthropic")),
+                says=r"raised JSONDecodeError.*json\.loads was given 'is\"}': not one whole JSON document: were a "
+                r"call's fragments joined \(\+=\), or did each one overwrite the last \(=\).*" + FRAGMENTS,
             ),
         )
     ),
@@ -451,6 +478,26 @@ MUTANTS: dict[str, Mutant] = {
     "08_unbounded": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
     "08_results_first": Mutant((caught(*ASYNC_PLAIN, says=TURN_FIRST),)),
     "08_results_by_name": Mutant((caught("test_runs_the_calls_of_a_turn_concurrently[*]", says=OWN_OUTPUT),)),
+    "08_as_completed_zip": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[parallel_rounds-*]",
+                says=r"Nothing was lost: the outputs of get_weather\(city='Lisbon'\) and get_weather\(city='Oslo'\) "
+                r"are swapped\..*asyncio\.as_completed",
+            ),
+        )
+    ),
+    "08_batches_of_two": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[parallel_calls-*]",
+                says=r"ran the calls of turn 1 at most 2 at a time \(of 3\).*and only 1 did",
+            ),
+        )
+    ),
+    "08_semaphore_of_four": Mutant(
+        (caught("test_any_task_runs_each_turn_concurrently[*]", says=r"at most 4 at a time \(of [5-8]\)"),)
+    ),
     "08_exception_text_as_result": Mutant(
         (caught("test_a_failing_call_becomes_an_error_result[*]", says=r"get_weather\(city='Tokyo'\) .*" + UNMARKED),)
     ),
@@ -478,6 +525,12 @@ MUTANTS: dict[str, Mutant] = {
     "09_reasoning_after_calls": Mutant(
         (
             caught(f"{KEEPS}[*-openai-responses]", f"{KEEPS}[*-anthropic]", says=WHOLE),
+            # The transcript shows the turn as it was sent: the reasoning after the calls.
+            caught(
+                f"{KEEPS}[complete-multi_step_reasoning-openai-responses]",
+                f"{KEEPS}[complete-multi_step_reasoning-anthropic]",
+                says=r"-> 1 assistant calls find_restaurant\(city='Lyon', cuisine='bistro'\) \[\w+\] \[reasoning x\d\]",
+            ),
             # Gemini carries a signature on a call part: after one call, last is still first.
             caught(f"{KEEPS}[*-parallel_calls_reasoning-gemini]", says=WHOLE),
             caught(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -111,5 +110,7 @@ def test_a_kept_alive_round_trip_takes_no_longer_than_a_fresh_connection(port: i
             fresh.append(_fresh(port, request(1000 + index, stream=stream)))
             kept.append(round_trip(sock, request(index, stream=stream)))
     # A fresh connection does more (a handshake, an accept): the kept one must not be slower. The
-    # stall this catches is a fixed ~40 ms per answer against a few ms, far past any noise.
-    assert statistics.median(kept) <= 1.5 * statistics.median(fresh), (kept, fresh)
+    # stall this catches is a fixed ~40 ms on every kept-alive request against a few ms, so even the
+    # fastest kept round trip would be slower than the fastest fresh one; comparing the fastest of
+    # each keeps a loaded machine's hiccups out of the ratio.
+    assert min(kept) <= 2 * min(fresh), (kept, fresh)

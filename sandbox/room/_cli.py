@@ -1,7 +1,7 @@
 """`sandbox room` (and `sandbox serve --room`): the sandbox server with the workshop room mounted beside it.
 
 May touch: the room's database file (`--room-db`, or a new temporary one), stdout for the banner,
-and the listening socket through `sandbox._asgi.serve`. The banner prints the instructor's URL (with
+and the listening socket through `sandbox.server.serve`. The banner prints the instructor's URL (with
 the room's secret key) and the one line learners use to join.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._asgi import serve
 from .._engine import Engine
 from .._exceptions import UsageError
 from ..grading.judge._meta import find_root, load_challenges
+from ..server import serve
 from ._app import PREFIX, RoomApp
 from ._graded import grade_run
 from ._link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
@@ -115,7 +115,14 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
         sys.stdout.flush()
 
     try:
-        serve(engine, host=args.host, port=args.port, ready=ready, wrap=lambda app: RoomApp(app, service))
+        serve(
+            engine,
+            host=args.host,
+            port=args.port,
+            cors_origins=args.cors_origin,
+            ready=ready,
+            wrap=lambda app: RoomApp(app, service),
+        )
     finally:
         service.closing = True
         store.close()

@@ -288,10 +288,11 @@ class ProgramDialogue(Verdicts):
         """The calls of each turn were all in flight at once (the probe waited to see them)."""
         if self.probe is not None and self.probe.one_at_a_time is not None:
             number, call = self.probe.one_at_a_time
+            most, _ = self.probe.at_once()
             self.fail(
-                f"{self.actor} ran the calls of turn {number} one at a time: the run of "
+                f"{self.actor} ran the calls of turn {number} {self.probe.how_they_ran()}: the run of "
                 f"{describe_call(call, with_id=False)} waited {self.probe.wait:g} s for "
-                "the turn's other calls to start, and none did.",
+                f"the turn's other calls to start, and {'none' if most <= 1 else f'only {most - 1}'} did.",
                 lesson=RUN_CONCURRENTLY,
             )
 
