@@ -19,6 +19,7 @@ to the room after the answer has gone out, so the room never delays a learner's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import urllib.parse
@@ -235,8 +236,10 @@ class RoomApp:
         except OSError:  # the page went away mid-write
             pass
         finally:
-            self.service.unsubscribe(queue)
             gone.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gone
+            await self.service.unsubscribe(queue)
 
 
 def _row(service: RoomService, name: str) -> dict[str, Any] | None:
@@ -244,10 +247,13 @@ def _row(service: RoomService, name: str) -> dict[str, Any] | None:
 
 
 def _shutting_down(send: Send) -> bool:
-    """uvicorn marks a connection's cycle `keep_alive = False` when the server begins to shut down: an
-    endless stream ends then, instead of holding the shutdown up until it times out."""
+    """Whether the server has begun to shut down, so an endless stream ends within a second instead of
+    holding the shutdown up until its grace runs out. ASGI has no such message for an HTTP request:
+    `sandbox serve`'s own server marks the request's connection `closing`, uvicorn marks its cycle
+    `keep_alive = False`; `send` is a bound method of that cycle in both."""
     cycle = getattr(send, "__self__", None)
-    return getattr(cycle, "keep_alive", True) is False
+    connection = getattr(cycle, "connection", None)
+    return getattr(cycle, "keep_alive", True) is False or getattr(connection, "closing", False) is True
 
 
 async def _disconnected(receive: Receive) -> None:

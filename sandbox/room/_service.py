@@ -13,6 +13,7 @@ appears on its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import time
@@ -240,8 +241,14 @@ class RoomService:
         queue.put_nowait(self.parts())
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+    async def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+        """The page went away; with the last one, the broadcaster stops (and is gone before the loop is)."""
         self._subscribers.discard(queue)
+        broadcaster = self._broadcaster
+        if not self._subscribers and broadcaster is not None and not broadcaster.done():
+            broadcaster.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await broadcaster
 
     def _touch(self) -> None:
         if self._changed is not None:
