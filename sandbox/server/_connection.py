@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 import urllib.parse
 from collections import deque
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any, cast
 
 import httptools
 
+from .._tcp import quick_ack
 from ..faults._delivery import asgi_deliver
 from ._answer import Front, Reply, sender_of
 from ._cycle import ASGIApp, Cycle
@@ -43,7 +43,6 @@ log = logging.getLogger("sandbox.serve")
 _MAX_HEAD = 64 * 1024
 _LINGER_BYTES = 256 * 1024 * 1024
 """At most this much of a refused body is read and dropped before the connection is cut."""
-_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 _NEVER = float("inf")
 SWEEP = 0.25
 """Seconds between the sweeps that enforce every deadline: one timer for the server, none per request."""
@@ -136,7 +135,7 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         transport = self.transport
         assert transport is not None
-        _quick_ack(self._socket)
+        quick_ack(self._socket)
         if self.lingering:
             self.dropped += len(data)
             if self.dropped > _LINGER_BYTES:
@@ -485,15 +484,3 @@ class Connection(asyncio.Protocol):
 
 def _nothing() -> None:
     pass
-
-
-def _quick_ack(sock: Any) -> None:
-    """Acknowledge what was just read at once. A client that writes a request's head and body in two
-    segments (http.client, Net::HTTP, ...) holds the body until the head is acknowledged, and on a
-    kept-alive connection Linux delays that ACK by about 40 ms: every request would stall. Linux
-    clears the flag by itself, so it is set again after each read."""
-    if _QUICKACK is not None and sock is not None:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-        except OSError:  # pragma: no cover - a socket already closed
-            pass

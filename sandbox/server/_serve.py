@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._engine import Engine
 from .._exceptions import UsageError
+from .._tcp import tcp_socket
 from ._answer import Front
 from ._connection import SWEEP, Connection, Limits
 from ._cycle import ASGIApp
@@ -251,12 +252,9 @@ class QuietLog(logging.Filter):
 def _listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a bad --host or a taken --port is one clear error."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on an accepted socket only when its protocol says
-    # TCP, and accepted sockets inherit the listener's. Set on the listener too (Linux copies it).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock = tcp_socket(family)  # TCP_NODELAY on every connection (see sandbox._tcp)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
     except (OSError, OverflowError, UnicodeError) as exc:
         sock.close()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import socket
 import threading
 from collections.abc import Awaitable, Mapping
 from concurrent.futures import Future
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..._engine import DEFAULT_MAX_BODY
+from ..._tcp import quick_ack, tcp_socket
 
 __all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 
@@ -63,7 +63,8 @@ class Endpoint:
     def __init__(self, max_body: int = DEFAULT_MAX_BODY) -> None:
         self._doors: dict[str, Door] = {}
         self._max_body = max_body
-        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket = tcp_socket()  # sends at once; and each read is acknowledged at once (`quick_ack`)
+        self._socket.bind(("127.0.0.1", 0))
         self.port: int = self._socket.getsockname()[1]
         self._loop = asyncio.new_event_loop()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -121,6 +122,7 @@ class Endpoint:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except asyncio.IncompleteReadError:
                     return  # the client closed the connection between requests
+                quick_ack(writer.get_extra_info("socket"))  # a body sent after its head: wanted now
                 method, target, headers = _parse_head(head)
                 body = await _read_body(reader, headers, self._max_body)
                 reply = _json(413, {"error": {"message": "request body too large"}}) if body is None else None
