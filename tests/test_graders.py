@@ -101,6 +101,12 @@ WHOLE_STREAM = r"A streamed turn goes back whole: rebuild every part the stream 
 KEEPS = "test_complete_keeps_the_whole_turn"
 REASONING_PROVIDERS = ("openai-responses", "anthropic", "gemini")
 REPORT = "test_the_error_names_the_bound_and_the_calls[*]"
+RETRY = r"Retry a 429, 529 or 503 \(and a connection that broke\) after the provider's hint"
+NO_REPEAT = r"A retry sends the same conversation again"
+GIVE_UP = r"Give up after a few attempts, with an error that names the status"
+FAULTED = ("test_retries_a_rate_limit_and_an_overload[*]", "test_retries_a_503[*]")
+CUT = "test_discards_an_answer_cut_before_its_end"
+GIVES_UP = "test_gives_up_with_an_error_that_says_why[*]"
 ASYNC_PLAIN = (
     "test_runs_the_calls_of_a_turn_concurrently[*]",
     "test_finishes_the_task[*]",
@@ -535,6 +541,59 @@ MUTANTS: dict[str, Mutant] = {
             caught(f"{KEEPS}[*-parallel_calls_reasoning-gemini]", says=WHOLE),
             caught(
                 *(f"test_collect_stream_keeps_the_reasoning[{p}]" for p in REASONING_PROVIDERS), says="order of parts"
+            ),
+        )
+    ),
+    # 10: retry without repeating yourself
+    "10_no_retry": Mutant(
+        (
+            caught(*FAULTED, f"{CUT}[*]", says=r"That is one the provider asks you to retry.*" + RETRY),
+            caught(GIVES_UP, says=r"without retrying once.*" + RETRY),
+        )
+    ),
+    "10_retries_only_429": Mutant(
+        (caught("test_retries_a_503[*]", f"{CUT}[*]", says=r"That is one the provider asks you to retry.*" + RETRY),)
+    ),
+    "10_retries_400": Mutant(
+        (caught("test_never_retries_a_400[*]", says=r"the provider refused request 2, and complete\(\) sent \d more"),)
+    ),
+    # An immediate retry is refused only while the 30 ms hint runs: on a stalled machine it can come later.
+    "10_ignores_hint": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]",
+                says=r"again before the 30 ms the provider asked for.*" + RETRY,
+                gap="an immediate retry delayed past the 30 ms hint by the scheduler is not caught",
+                flaky=True,
+            ),
+        )
+    ),
+    "10_unbounded_retries": Mutant(
+        (caught(GIVES_UP, says=r"sent one request \d+ times; give up after 3 attempts.*" + GIVE_UP),)
+    ),
+    "10_vague_give_up": Mutant(
+        (caught(GIVES_UP, says=r"It should also name: - the status the provider sent .*- the number of attempts"),)
+    ),
+    "10_turn_twice": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]", says=r"and the request after it carried .*" + NO_REPEAT
+            ),
+        )
+    ),
+    "10_reruns_tools": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]",
+                says=r"ran \w+\(.*\) 2 times, but the model asked for it 1 time.*" + NO_REPEAT,
+            ),
+        )
+    ),
+    "10_keeps_half_turn": Mutant(
+        (
+            caught(
+                *(f"{CUT}[stream-{provider}]" for provider in ("openai", "openai-responses", "anthropic")),
+                says=r"returned after a connection that broke .*" + NO_REPEAT,
             ),
         )
     ),
