@@ -2,7 +2,7 @@
 baseline measured in the same run, so the table means the same on a laptop and on a loaded CI box.
 
     python bench/run.py                      every row (about 2 minutes)
-    python bench/run.py --rows inproc,sdk    some rows: inproc loop sdk serve challenges memory limits
+    python bench/run.py --rows inproc,sdk    some rows: inproc loop sdk serve challenges learner memory limits
     python bench/run.py --quick              shorter runs, noisier figures (about 40 s)
     python bench/run.py --profile            after the table, a cProfile of every subject that missed
     python bench/run.py --update-results     also rewrite the table in bench/RESULTS.md
@@ -22,6 +22,8 @@ import json
 import os
 import platform
 import pstats
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +42,7 @@ import httpx  # noqa: E402
 import sandbox  # noqa: E402
 from sandbox import skyl  # noqa: E402
 
-ROWS = ("inproc", "loop", "sdk", "serve", "challenges", "memory", "limits")
+ROWS = ("inproc", "loop", "sdk", "serve", "challenges", "learner", "memory", "limits")
 PROMPT = "What's the weather in Paris?"
 
 
@@ -418,6 +420,58 @@ def row_challenges(settings: Settings) -> list[Row]:
     ]
 
 
+# -- rows: a learner's wait for feedback (bench/_learner.py) ----------------------------------------
+
+
+def row_learner(settings: Settings) -> list[Row]:
+    import _learner
+
+    rounds = 3 if settings.quick else 5
+    with tempfile.TemporaryDirectory(prefix="bench-learner-") as tmp:
+        where = Path(tmp)
+        challenges = _learner.workspace(where, "02_assistant_text")
+        shutil.copy(ROOT / "solutions" / "02_bounded_loop.py", challenges / "02_bounded_loop" / "exercise.py")
+        count = _learner.count_tests(challenges, "02_bounded_loop")
+        trivial = _learner.trivial(where, count)
+        floors, checks, last = [], [], ""
+        for _ in range(rounds):
+            floors.append(_learner.floor(where, trivial))
+            seconds, code, last = _learner.check(challenges, "2")
+            checks.append(seconds)
+        base, wall = min(floors), min(checks)
+        rows = [
+            Row(
+                f"sandbox check 2 ({count} tests, passing)",
+                wall / base,
+                f"pytest on {count} trivial tests, same venv and config",
+                "<= 1.5x",
+                wall / base <= 1.5 and code == 0,
+                f"{wall:.2f} s vs {base:.2f} s (median {statistics.median(checks):.2f} vs "
+                f"{statistics.median(floors):.2f}); last line: {last}",
+            )
+        ]
+        mistake = ROOT / "tests" / "mutants" / "02_assistant_text" / "02_bounded_loop.py"
+        shutil.copy(mistake, challenges / "02_bounded_loop" / "exercise.py")
+        watch = _learner.Watch(challenges)
+        try:
+            watch.wait()  # the first grade: 01 passes, 02 fails
+            saves = [watch.save("02_bounded_loop", round_) for round_ in range(rounds)]
+        finally:
+            watch.close()
+        best = min(saves)
+        rows.append(
+            Row(
+                "sandbox watch: a save of a failing exercise re-graded (-x, first failure shown)",
+                best / base,
+                f"pytest on {count} trivial tests, same venv and config",
+                "< 1 s, <= 1x",
+                best < 1.0 and best <= base,
+                f"{best:.2f} s vs {base:.2f} s (saves: {', '.join(f'{s:.2f}' for s in saves)} s)",
+            )
+        )
+    return rows
+
+
 # -- row: memory -------------------------------------------------------------------------------------
 
 
@@ -648,7 +702,8 @@ def main() -> int:
     started = time.perf_counter()
     rows: list[Row] = []
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve,
-                "challenges": row_challenges, "memory": row_memory, "limits": row_limits}  # fmt: skip
+                "challenges": row_challenges, "learner": row_learner, "memory": row_memory,
+                "limits": row_limits}  # fmt: skip
     for name in ROWS:
         if name in chosen:
             print(f"... {name}", file=sys.stderr, flush=True)

@@ -5,6 +5,7 @@ Learners import the client as `from sandbox import skyl`. Everything else is mou
     sandbox.transport("single_call")      an httpx transport (sync and async)
     sandbox.httpx2_transport(...)         its twin for the official SDKs, which use httpx2
     sandbox.mock(...)                     intercept the providers' real hosts (respx + httpx2)
+    sandbox.Fault("rate_limit", request=2)  a scripted fault, for Step(fault=...) or transport(faults=...)
     sandbox.SandboxApp(sandbox.Engine())  the ASGI app behind `sandbox serve`
 
 PYTEST_DONT_REWRITE: the package is a pytest plugin, imported before any session (and again by
@@ -23,6 +24,7 @@ from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
 from ._scenario import Call, Scenario, Step, is_usable
 from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
+from .faults import Fault, parse_faults
 from .wire import PROVIDERS, Rule
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ __all__ = [
     "Call",
     "Engine",
     "Exchange",
+    "Fault",
     "Httpx2Transport",
     "Journal",
     "ProviderError",
@@ -55,6 +58,7 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "mock",
+    "parse_faults",
     "serve",
     "skyl",
     "transport",

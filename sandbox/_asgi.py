@@ -26,6 +26,7 @@ from typing import Any
 
 from ._engine import Engine, Exchange
 from ._exceptions import UsageError
+from .faults._delivery import asgi_deliver
 
 __all__ = ["SandboxApp", "serve"]
 
@@ -77,10 +78,16 @@ class SandboxApp:
         client = scope.get("client")
         sender = f"{client[0]}:{client[1]}" if client else ""  # the connection: see the repeat guard
         query = scope.get("query_string", b"").decode("latin-1")
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers", ())}
         if len(body) <= INLINE_BYTES:
-            exchange = self.engine.handle(method, path, body, client=sender, query=query)
+            exchange = self.engine.handle(method, path, body, client=sender, query=query, headers=headers)
         else:
-            exchange = await asyncio.to_thread(self.engine.handle, method, path, body, client=sender, query=query)
+            exchange = await asyncio.to_thread(
+                self.engine.handle, method, path, body, client=sender, query=query, headers=headers
+            )
+        if exchange.delivery is not None:  # a scripted fault: slowed, or the connection cut
+            await asgi_deliver(send, exchange.status, dict(exchange.headers), exchange.chunks, exchange.delivery)
+            return
         await _send(send, exchange.status, exchange.headers, exchange.chunks)
 
     def _health(self) -> bytes:

@@ -16,6 +16,7 @@ import httpx
 from ._events import StreamEvent
 from ._exceptions import ProviderError, UsageError
 from ._types import Request, Response
+from .faults import read_hint
 from .wire import EncodedRequest, WireFormat, get_wire_format
 from .wire._sse import SSEParser
 
@@ -51,7 +52,9 @@ class _Base:
     def _decode(self, response: httpx.Response) -> Response:
         content = response.content
         if response.status_code >= 400:
-            raise self._wire.decode_error(response.status_code, content)
+            error = self._wire.decode_error(response.status_code, content)
+            error.retry_after = read_hint(response.headers, error.body)
+            raise error
         try:
             data = json.loads(content)
         except ValueError:
@@ -64,9 +67,21 @@ class _Base:
         return self._wire.decode_response(data)
 
     def _unreachable(self, url: str, exc: httpx.HTTPError) -> ProviderError:
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+            return self._broken(url, exc)
         hint = " Is `sandbox serve` running there?" if "127.0.0.1" in url or "localhost" in url else ""
         return ProviderError(
             f"Could not reach {url}: {exc!s}.{hint}",
+            status=0,
+            provider=self.provider,
+            error_type="connection_error",
+        )
+
+    def _broken(self, url: str, exc: httpx.HTTPError) -> ProviderError:
+        """The connection closed before the answer was whole: nothing of it may be used."""
+        return ProviderError(
+            f"The connection to {url} closed before the answer was complete ({exc!s}). Discard what arrived "
+            "and send the same request again.",
             status=0,
             provider=self.provider,
             error_type="connection_error",
@@ -145,9 +160,12 @@ class Stream:
                 client._decode(self._response)
             decoder = client._wire.stream_decoder()
             parser = SSEParser()
-            for chunk in self._response.iter_bytes():
-                for sse in parser.feed(chunk):
-                    yield from decoder.feed(sse)
+            try:
+                for chunk in self._response.iter_bytes():
+                    for sse in parser.feed(chunk):
+                        yield from decoder.feed(sse)
+            except httpx.HTTPError as exc:
+                raise client._broken(str(self._request.url), exc) from None
             yield from _finish(client, parser, decoder)
         finally:
             self._response.close()
@@ -243,10 +261,13 @@ class AsyncStream:
                 client._decode(self._response)
             decoder = client._wire.stream_decoder()
             parser = SSEParser()
-            async for chunk in self._response.aiter_bytes():
-                for sse in parser.feed(chunk):
-                    for event in decoder.feed(sse):
-                        yield event
+            try:
+                async for chunk in self._response.aiter_bytes():
+                    for sse in parser.feed(chunk):
+                        for event in decoder.feed(sse):
+                            yield event
+            except httpx.HTTPError as exc:
+                raise client._broken(str(self._request.url), exc) from None
             for event in _finish(client, parser, decoder):
                 yield event
         finally:

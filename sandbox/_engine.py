@@ -17,9 +17,10 @@ import threading
 import time
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
 from ._kept import KeptState
@@ -27,7 +28,9 @@ from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._types import ToolCall
 from ._wrong_path import wrong_path
-from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, route
+from .clouds import CloudRefusal, CloudRoute
+from .faults import Applied, Delivery, Fault, FaultError, FaultPlan, fault_error, parse_faults, shape
+from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
 from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key"]
@@ -68,6 +71,15 @@ class Exchange:
     step: int | None = None
     turn: ModelTurn | None = field(default=None, repr=False)
     error: WireError | None = None
+    fault: Fault | None = None
+    """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
+    delivery: Delivery | None = field(default=None, repr=False)
+    """How a door must send the chunks (latency, a cut connection); None: all at once."""
+
+    @property
+    def delivers_turn(self) -> bool:
+        """The turn reached the client whole: no fault, or only latency."""
+        return self.turn is not None and (self.fault is None or self.fault.kind == "latency")
 
     @property
     def body(self) -> bytes:
@@ -115,10 +127,13 @@ class Engine:
         scenarios: Mapping[str, Scenario] | None = None,
         budget: int = DEFAULT_BUDGET,
         max_body_bytes: int = DEFAULT_MAX_BODY,
+        faults: Sequence[Fault] | str | None = None,
     ) -> None:
         if not isinstance(budget, int) or budget < 1:
             raise UsageError(f"budget={budget!r}: use a whole number of requests, at least 1.")
         self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
+        self.faults = FaultPlan(parse_faults(faults) if isinstance(faults, str) else tuple(faults or ()), budget=budget)
+        """Ad-hoc faults (`transport(faults=...)`), and the attempt counts of every fault that plays."""
         if isinstance(scenario, str):
             if scenario not in self.scenarios:
                 known = ", ".join(sorted(self.scenarios))
@@ -127,6 +142,9 @@ class Engine:
         elif scenario is not None and not isinstance(scenario, Scenario):
             raise UsageError(f"scenario= takes a Scenario or a scenario name, got {type(scenario).__name__}.")
         self.pinned: Scenario | None = scenario
+        for playing in (*self.scenarios.values(), *([self.pinned] if self.pinned is not None else [])):
+            for fault in playing.faults:
+                self.faults.check_request(fault, where=f"scenario {playing.name!r}:")
         self.budget = budget
         self.max_body_bytes = max_body_bytes
         self.kept = KeptState()
@@ -134,15 +152,33 @@ class Engine:
         the clients of providers that keep it (see `_kept`)."""
         self._repeats = _RepeatGuard(budget)
 
-    def handle(self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None) -> Exchange:
+    def handle(
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        client: str = "",
+        query: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Exchange:
         """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
 
         `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
         `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
-        (a direct call, no URL) streams SSE.
+        (a direct call, no URL) streams SSE. `headers` (lower-case names) are read only at the clouds'
+        paths (Azure OpenAI, Vertex AI), whose front ends check a key.
         """
         found = route(path)
         digest = _request_digest(method, path, body)
+        cloud: CloudRoute | None = None
+        if found is None and method.upper() == "POST":
+            translated = clouds.translate(path, query or "", headers or {}, body)
+            if isinstance(translated, CloudRefusal):
+                wire = get_wire_format(translated.provider)
+                return _error_exchange(method, path, body, wire, translated.error, None, digest)
+            if translated is not None:
+                cloud, found, body = translated, route(translated.path), translated.body
         if found is None or method.upper() != "POST":
             wire, not_found = wrong_path(method, path)
             return _error_exchange(method, path, body, wire, not_found, None, digest)
@@ -158,8 +194,12 @@ class Engine:
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
             _check_size(wire, conversation)
+            if cloud is not None:
+                if self.pinned is None and conversation.model not in self.scenarios:
+                    raise clouds.not_found(cloud)
+                conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
-            if exchange.turn is not None:
+            if exchange.turn is not None and exchange.delivers_turn:
                 self.kept.keep(expanded, wire, conversation, exchange.turn)
             return _as_json_array(exchange) if array else exchange
         except WireError as error:
@@ -216,6 +256,10 @@ class Engine:
         repeats = self._repeats.count(_fingerprint(client, path, body))
         if repeats > self.budget:
             raise _repeat_error(wire, scenario, self.budget, repeats)
+        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, digest)
+        plain_stream_error = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
+        if applied is not None and (applied.fault.is_error or plain_stream_error):
+            raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
@@ -231,6 +275,9 @@ class Engine:
                 **wire.request_headers(digest),
                 **wire.answer_headers(digest, stream=False),
             }
+        delivery = None
+        if applied is not None:
+            chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
         return Exchange(
             method=method,
             path=path,
@@ -243,7 +290,18 @@ class Engine:
             scenario=scenario.name,
             step=position.step,
             turn=turn,
+            fault=applied.fault if applied is not None else None,
+            delivery=delivery,
         )
+
+    def _fault_for(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, request: int, client: str, digest: str
+    ) -> Applied | None:
+        """The fault playing on this attempt of the conversation's `request`-th model request, if any."""
+        own = scenario.faults_at(script_index)
+        if not own and not self.faults.faults:
+            return None  # the common case costs nothing: no attempt is counted
+        return self.faults.pick(wire.name, request, own, client, digest)
 
     def _scenario_for(self, wire: WireFormat, model: str) -> Scenario:
         scenario = self.scenarios.get(model)
@@ -446,4 +504,5 @@ def _error_exchange(
         provider=wire.name,
         conversation=conversation,
         error=error,
+        fault=error.fault if isinstance(error, FaultError) else None,
     )

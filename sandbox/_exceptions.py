@@ -22,6 +22,9 @@ class ProviderError(SandboxError):
     """The provider rejected the request, or sent something that is not its documented format.
 
     `str(err)` carries the provider's message verbatim, so the real wording reaches the learner.
+    `status` is the HTTP status (0: the connection failed or broke before the answer was whole),
+    `error_type` the provider's own name for the error (`rate_limit_error`, `RESOURCE_EXHAUSTED`),
+    and `retry_after` the seconds the provider asked to wait before retrying (None: it gave no hint).
     """
 
     def __init__(
@@ -32,6 +35,7 @@ class ProviderError(SandboxError):
         provider: str,
         error_type: str = "",
         body: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -40,6 +44,8 @@ class ProviderError(SandboxError):
         self.error_type = error_type
         self.body = body
         """The decoded error body (or the raw text when it was not JSON)."""
+        self.retry_after = retry_after
+        """Seconds to wait before retrying, from `retry-after-ms`, `retry-after` or Gemini's RetryInfo."""
 
     def __str__(self) -> str:
         kind = f" {self.error_type}" if self.error_type else ""

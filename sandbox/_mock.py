@@ -17,22 +17,34 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 import respx
 
-from ._engine import DEFAULT_BUDGET, Engine, Exchange, caller_key
+from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import UsageError
 from ._scenario import Scenario
-from ._transport import _HTTPX_STREAM, Journal, _stream_class, _to_response
+from ._transport import _HTTPX_STREAM, Journal, _stream_class, _to_response, answer_request
+from .clouds import CLOUD_HOSTS
+from .faults import Fault
 from .wire import Rule, get_wire_format, route
 
 __all__ = ["PROVIDER_HOSTS", "SandboxMock", "mock"]
 
 PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
+"""The providers' own API hosts. The clouds' hosts (any Azure OpenAI resource, Vertex AI's global and
+regional endpoints) are answered too: see `sandbox.clouds.CLOUD_HOSTS`."""
+
+_CLOUD_HOST = re.compile("|".join(f"(?:{pattern})" for pattern in CLOUD_HOSTS))
+
+
+def _is_provider_host(host: str) -> bool:
+    return host in PROVIDER_HOSTS or _CLOUD_HOST.fullmatch(host) is not None
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,6 +97,7 @@ class _Patch:
         router = respx.mock(assert_all_called=False, assert_all_mocked=False)
         for host in PROVIDER_HOSTS:
             router.route(host=host).mock(side_effect=_respond_httpx)
+        router.route(host__regex=_CLOUD_HOST.pattern).mock(side_effect=_respond_httpx)
         router.route().pass_through()
         router.start()
         self._router = router
@@ -108,15 +121,15 @@ class _Patch:
         async_original = httpx2.AsyncHTTPTransport.handle_async_request
 
         def handle_request(transport: Any, request: Any) -> Any:
-            if request.url.host in PROVIDER_HOSTS:
-                answer = _answer(request.method, request.url.path, request.read(), request.url.query)
+            if _is_provider_host(request.url.host):
+                answer = _answer(request, request.read())
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
             return sync_original(transport, request)
 
         async def handle_async_request(transport: Any, request: Any) -> Any:
-            if request.url.host in PROVIDER_HOSTS:
-                answer = _answer(request.method, request.url.path, await request.aread(), request.url.query)
+            if _is_provider_host(request.url.host):
+                answer = _answer(request, await request.aread())
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
             return await async_original(transport, request)
@@ -132,22 +145,23 @@ class _Patch:
 _PATCH = _Patch()
 
 
-def _answer(method: str, path: str, body: bytes, query: bytes | str) -> Exchange | None:
+def _answer(request: Any, body: bytes) -> Exchange | None:
     """The exchange for a request to a provider host; None when no mount is active (pass it on)."""
     mount = _PATCH.mount_for_this_context()
     if mount is None:
         return None
     if isinstance(mount, str):
+        method, path = request.method, request.url.path
         found = route(path)
         wire = found.wire if found else get_wire_format("openai")
         error = wire.error(400, mount, rule=Rule.MALFORMED, code="sandbox_ambiguous_mock")
         headers = {"content-type": "application/json", **error.headers}
         return Exchange(method, path, error.status, headers, (error.body,), body, wire.name, error=error)
-    return mount._exchange(method, path, body, query)
+    return answer_request(mount.engine, mount.journal, request, body)
 
 
 def _respond_httpx(request: httpx.Request) -> httpx.Response:
-    answer = _answer(request.method, request.url.path, request.read(), request.url.query)
+    answer = _answer(request, request.read())
     if answer is None:  # every mount stopped while this request was on its way: it is not ours to answer
         raise UsageError("sandbox.mock() was stopped while this request was being sent; send it again.")
     return _to_response(httpx, _HTTPX_STREAM, answer, request)  # type: ignore[no-any-return]
@@ -161,12 +175,6 @@ class SandboxMock:
         self.journal = Journal()
         self.active = False
         self._lock = threading.Lock()
-
-    def _exchange(self, method: str, path: str, body: bytes, query: bytes | str) -> Exchange:
-        query = query.decode("latin-1") if isinstance(query, bytes) else query
-        exchange = self.engine.handle(method, path, body, client=caller_key(), query=query)
-        self.journal.append(exchange)
-        return exchange
 
     def start(self) -> None:
         with self._lock:
@@ -225,10 +233,12 @@ def mock(
     *,
     budget: int = DEFAULT_BUDGET,
     scenarios: Mapping[str, Scenario] | None = None,
+    faults: Sequence[Fault] | str | None = None,
 ) -> SandboxMock:
     """Mount the sandbox on api.openai.com, api.anthropic.com and generativelanguage.googleapis.com.
 
     Without `scenario`, each request's model field names the scenario. Mounts may nest and overlap
-    across threads and tasks: each request goes to the mount active in its own context.
+    across threads and tasks: each request goes to the mount active in its own context. `faults`
+    play on every conversation, as in `transport(faults=...)`.
     """
-    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget))
+    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults))

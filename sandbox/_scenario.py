@@ -14,6 +14,9 @@ own reasoning (OpenAI Responses reasoning items, Anthropic thinking blocks when 
 thinking, Gemini thought signatures), which the provider then wants back with the turn. A step's
 `reasoning` text is what the model thought; `redacted_thinking = true` makes Anthropic hide it.
 
+A step may fail before it answers: `Step(fault=Fault("rate_limit"))` plays the provider's 429 on the
+step's request first (see `sandbox.faults`); a scenario's `faults` play on numbered requests.
+
 An answer's text may quote what the loop sent back: `{results}` is every result of the
 conversation so far, quoted and joined with "; "; `{last[0]}` is the first result of the last round.
 """
@@ -29,6 +32,7 @@ from typing import Any, Literal
 
 from ._exceptions import ScenarioError
 from ._types import StopReason, Tool
+from .faults._spec import Fault, fault_from_dict
 
 __all__ = ["Call", "Scenario", "Step", "is_usable"]
 
@@ -75,8 +79,15 @@ class Step:
     """In a reasoning scenario, what the model thought before this turn (a default when empty)."""
     redacted_thinking: bool = False
     """In a reasoning scenario, Anthropic also sends this turn a `redacted_thinking` block."""
+    fault: Fault | None = None
+    """A fault that answers this step's requests first (`times` attempts each), then the step does."""
 
     def __post_init__(self) -> None:
+        if self.fault is not None and (not isinstance(self.fault, Fault) or self.fault.request is not None):
+            raise ScenarioError(
+                f"Step(fault={self.fault!r}): give a sandbox.Fault without request=; it plays on this step's "
+                "requests. A fault for a numbered request goes in Scenario(faults=[...])."
+            )
         object.__setattr__(self, "calls", tuple(self.calls))
         object.__setattr__(self, "stop_reasons", MappingProxyType(dict(self.stop_reasons)))
 
@@ -109,9 +120,12 @@ class Scenario:
     and by graders that need a plausible `run`."""
     reasoning: bool = False
     """Plays a reasoning model: each turn carries the provider's reasoning, which must travel back."""
+    faults: Sequence[Fault] = ()
+    """Faults for numbered requests of each conversation (`Fault(..., request=N)`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "faults", tuple(self.faults))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "tool_outputs", MappingProxyType(dict(self.tool_outputs)))
         self._check()
@@ -119,6 +133,13 @@ class Scenario:
     def with_reasoning(self, name: str) -> Scenario:
         """The same script played by a reasoning model, under another name."""
         return replace(self, name=name, reasoning=True, description=f"{self.description} (A reasoning model.)".strip())
+
+    def faults_at(self, script_index: int) -> tuple[Fault, ...]:
+        """The scenario's own faults that may play while step `script_index` answers."""
+        if not self.faults and self.steps[script_index].fault is None:
+            return ()
+        step = self.steps[script_index].fault
+        return (*((step,) if step is not None else ()), *self.faults)
 
     def tool(self, name: str) -> Tool:
         for tool in self.tools:
@@ -144,6 +165,12 @@ class Scenario:
                         f"{where}, step {index} calls {call.name!r}, which is not among its tools "
                         f"{sorted(declared)}. Declare it under [[tools]]."
                     )
+        for fault in self.faults:
+            if not isinstance(fault, Fault) or fault.request is None:
+                raise ScenarioError(
+                    f"{where}: faults={fault!r}: each needs request=N (the model request it answers, from 1); "
+                    "a fault for one step goes in that step's fault=."
+                )
         last = self.steps[-1]
         if not last.is_answer and last.repeat != "forever":
             raise ScenarioError(
@@ -163,6 +190,10 @@ class Scenario:
                 steps=[_step(raw, index, source) for index, raw in enumerate(_list(data, "steps", source))],
                 tool_outputs=_strings(data, "tool_outputs", source),
                 reasoning=_flag(data, "reasoning", source),
+                faults=[
+                    fault_from_dict(raw, where=f"{source}: [[faults]] entry {index}")
+                    for index, raw in enumerate(_list(data, "faults", source))
+                ],
             )
         except ScenarioError:
             raise
@@ -220,7 +251,7 @@ def _tool(raw: Any, source: str) -> Tool:
 def _step(raw: Any, index: int, source: str) -> Step:
     if not isinstance(raw, Mapping):
         raise ScenarioError(f"{source}: [[steps]] entry {index} must be a table, got {raw!r}.")
-    unknown = set(raw) - {"text", "calls", "repeat", "stop", "stop_reasons", "reasoning", "redacted_thinking"}
+    unknown = set(raw) - {"text", "calls", "repeat", "stop", "stop_reasons", "reasoning", "redacted_thinking", "fault"}
     if unknown:
         raise ScenarioError(f"{source}: step {index} has unknown keys {sorted(unknown)}.")
     where = f"{source}: step {index}"
@@ -244,6 +275,7 @@ def _step(raw: Any, index: int, source: str) -> Step:
         stop_reasons=_strings(raw, "stop_reasons", where),
         reasoning=_field(raw, "reasoning", str, "", where, "a string"),
         redacted_thinking=_flag(raw, "redacted_thinking", where),
+        fault=fault_from_dict(raw["fault"], where=f"{where}: fault") if "fault" in raw else None,
     )
 
 

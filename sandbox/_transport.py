@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -16,6 +16,8 @@ import httpx
 
 from ._engine import DEFAULT_BUDGET, Engine, Exchange, caller_key
 from ._scenario import Scenario
+from .faults import Delivery, Fault
+from .faults._delivery import async_frames, sync_frames
 
 __all__ = ["Httpx2Transport", "Journal", "SandboxTransport", "httpx2_transport", "transport"]
 
@@ -91,22 +93,46 @@ class Journal:
 
 def _stream_class(module: ModuleType) -> type:
     class ChunkStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        """The SSE frames one at a time, so the client's incremental parser is exercised for real."""
+        """The SSE frames one at a time, so the client's incremental parser is exercised for real; with a
+        fault's `Delivery`, slowed or broken off where it says (the library's own RemoteProtocolError)."""
 
-        def __init__(self, chunks: tuple[bytes, ...]) -> None:
+        def __init__(self, chunks: tuple[bytes, ...], delivery: Delivery | None = None) -> None:
             self._chunks = chunks
+            self._delivery = delivery
 
         def __iter__(self) -> Iterator[bytes]:
-            yield from self._chunks
+            if self._delivery is None:
+                yield from self._chunks
+            else:
+                yield from sync_frames(self._chunks, self._delivery, module.RemoteProtocolError)
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            for chunk in self._chunks:
-                yield chunk
+            if self._delivery is None:
+                for chunk in self._chunks:
+                    yield chunk
+            else:
+                async for chunk in async_frames(self._chunks, self._delivery, module.RemoteProtocolError):
+                    yield chunk
 
     return ChunkStream
 
 
 _HTTPX_STREAM = _stream_class(httpx)
+
+
+def answer_request(engine: Engine, journal: Journal, request: Any, body: bytes) -> Exchange:
+    """Answer an httpx or httpx2 request (they share every attribute read here), whose body is `body`."""
+    query = request.url.query
+    exchange = engine.handle(
+        request.method,
+        request.url.path,
+        body,
+        client=caller_key(),
+        query=query.decode("latin-1") if isinstance(query, bytes) else query,
+        headers=dict(request.headers.items()),
+    )
+    journal.append(exchange)
+    return exchange
 
 
 class _Door:
@@ -119,28 +145,30 @@ class _Door:
         self.engine = engine
         self.journal = Journal(journal_size, journal_bytes)
 
-    def _exchange(self, method: str, path: str, body: bytes, query: bytes | str = b"") -> Exchange:
-        query = query.decode("latin-1") if isinstance(query, bytes) else query
-        exchange = self.engine.handle(method, path, body, client=caller_key(), query=query)
-        self.journal.append(exchange)
-        return exchange
+    def _exchange(self, request: Any, body: bytes) -> Exchange:
+        return answer_request(self.engine, self.journal, request, body)
 
 
 class SandboxTransport(_Door, httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport (sync and async) answering with the sandbox; the path picks the wire format."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        exchange = self._exchange(request.method, request.url.path, request.read(), request.url.query)
+        exchange = self._exchange(request, request.read())
         response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
         return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        exchange = self._exchange(request.method, request.url.path, await request.aread(), request.url.query)
+        exchange = self._exchange(request, await request.aread())
         response: httpx.Response = _to_response(httpx, _HTTPX_STREAM, exchange, request)
         return response
 
 
 def _to_response(module: Any, stream_class: type, exchange: Exchange, request: Any) -> Any:
+    if exchange.delivery is not None:
+        if exchange.delivery.cut_after == 0:  # cut before any byte: no response at all, as over a socket
+            raise module.RemoteProtocolError("Server disconnected without sending a response (a sandbox fault cut it).")
+        stream = stream_class(exchange.chunks, exchange.delivery)
+        return module.Response(exchange.status, headers=exchange.headers, stream=stream, request=request)
     if exchange.is_stream:
         return module.Response(
             exchange.status, headers=exchange.headers, stream=stream_class(exchange.chunks), request=request
@@ -148,15 +176,23 @@ def _to_response(module: Any, stream_class: type, exchange: Exchange, request: A
     return module.Response(exchange.status, headers=exchange.headers, content=exchange.body, request=request)
 
 
+Faults = Sequence[Fault] | str | None
+
+
 def _engine(
     scenario: Scenario | str | None,
     engine: Engine | None,
     budget: int,
     scenarios: Mapping[str, Scenario] | None,
+    faults: Faults = None,
 ) -> Engine:
     if engine is not None:
+        if faults:
+            from ._exceptions import UsageError
+
+            raise UsageError("Pass faults= to the Engine you hand over (Engine(faults=...)), not beside engine=.")
         return engine
-    return Engine(scenario, scenarios=scenarios, budget=budget)
+    return Engine(scenario, scenarios=scenarios, budget=budget, faults=faults)
 
 
 def transport(
@@ -167,13 +203,15 @@ def transport(
     engine: Engine | None = None,
     journal_size: int | None = DEFAULT_JOURNAL_SIZE,
     journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
+    faults: Faults = None,
 ) -> SandboxTransport:
     """An httpx transport for `skyl.Client(transport=...)` or any `httpx.Client`.
 
     Without `scenario`, each request's model field names the scenario. `.journal` keeps the newest
-    `journal_size` exchanges and at most `journal_bytes` of their bodies (None: no bound).
+    `journal_size` exchanges and at most `journal_bytes` of their bodies (None: no bound). `faults`
+    (`[sandbox.Fault("rate_limit", request=2)]` or `"rate_limit@2"`) play on every conversation.
     """
-    return SandboxTransport(_engine(scenario, engine, budget, scenarios), journal_size, journal_bytes)
+    return SandboxTransport(_engine(scenario, engine, budget, scenarios, faults), journal_size, journal_bytes)
 
 
 def _httpx2() -> ModuleType:
@@ -202,11 +240,11 @@ class Httpx2Transport(_Door):
         self._stream = _stream_class(self._httpx2)
 
     def handle_request(self, request: Any) -> Any:
-        exchange = self._exchange(request.method, request.url.path, request.read(), request.url.query)
+        exchange = self._exchange(request, request.read())
         return _to_response(self._httpx2, self._stream, exchange, request)
 
     async def handle_async_request(self, request: Any) -> Any:
-        exchange = self._exchange(request.method, request.url.path, await request.aread(), request.url.query)
+        exchange = self._exchange(request, await request.aread())
         return _to_response(self._httpx2, self._stream, exchange, request)
 
     def close(self) -> None:
@@ -236,6 +274,7 @@ def httpx2_transport(
     engine: Engine | None = None,
     journal_size: int | None = DEFAULT_JOURNAL_SIZE,
     journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
+    faults: Faults = None,
 ) -> Httpx2Transport:
     """The same sandbox as `transport()`, for `httpx2.Client(transport=...)`."""
-    return Httpx2Transport(_engine(scenario, engine, budget, scenarios), journal_size, journal_bytes)
+    return Httpx2Transport(_engine(scenario, engine, budget, scenarios, faults), journal_size, journal_bytes)

@@ -27,11 +27,11 @@ from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
 from ._transport import transport
-from .grading._meta import ChallengeInfo, find_root, load_challenges, select
-from .grading._program_cases import CASES
-from .grading._progress import Progress
-from .grading._state import State
-from .grading._transcript import describe_call, describe_message, quote
+from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
+from .grading.judge._progress import Progress
+from .grading.judge._state import State
+from .grading.judge._transcript import describe_call, describe_message, quote
+from .grading.programs._program_cases import CASES
 from .wire import PROVIDERS
 
 __all__ = ["main"]
@@ -118,6 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
     serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
     serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+    serve_.add_argument(
+        "--faults", default=None, metavar="SPEC", help="faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
+    )
     grade_ = command(
         "grade",
         "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",
@@ -249,7 +252,7 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
-    from .grading._dialogue import call_key  # pytest, which only replay and grade need
+    from .grading.judge._dialogue import call_key  # pytest, which only replay and grade need
 
     scenario = _catalogue.get_scenario(args.scenario)
     door = transport(scenario)
@@ -320,7 +323,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
-    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget)
+    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""
@@ -331,6 +334,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Every request plays scenario {engine.pinned.name!r}.")
         else:
             print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
+        if engine.faults.faults:
+            print(f"  Faults in every conversation: {', '.join(map(repr, engine.faults.faults))}.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()
@@ -343,7 +348,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .grading._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
+    from .grading.programs._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
 
     if not args.program:
         raise CommandError(

@@ -20,15 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._exceptions import ScenarioError
 from .grading import Challenge
-from .grading._challenge import Deadlines, Implementations
-from .grading._feedback import NotStarted
-from .grading._grouping import FailureGroups
-from .grading._meta import HINTS_FILE, challenge_folder, load_challenges
-from .grading._report import ResultsFile
-from .grading._runner import WorkerError, shared_zygote
-from .grading._state import State, digest
-from .grading._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+from .grading.boundary._implementations import Implementations
+from .grading.boundary._runner import WorkerError, shared_zygote
+from .grading.judge._challenge import Deadlines
+from .grading.judge._feedback import NotStarted
+from .grading.judge._grouping import FailureGroups
+from .grading.judge._meta import HINTS_FILE, challenge_folder, load_challenges
+from .grading.judge._report import ResultsFile
+from .grading.judge._state import State, digest
+from .grading.judge._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
 if TYPE_CHECKING:
     from ._mock import SandboxMock
@@ -91,7 +93,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "sandbox(scenario=None, budget=50): how the `sandbox_mock` fixture mounts the sandbox for this test.",
+        "sandbox(scenario=None, budget=50, faults=None): how the `sandbox_mock` fixture mounts the sandbox "
+        "for this test.",
     )
     config.stash[_DESELECTED] = set()
     impl = config.getoption("sandbox_impl")
@@ -163,15 +166,20 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
     options = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
         options.setdefault("scenario", marker.args[0])
-    unknown = sorted(set(options) - {"scenario", "budget"})
+    unknown = sorted(set(options) - {"scenario", "budget", "faults"})
     if unknown:
         pytest.fail(
-            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario= and budget=.",
+            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario=, budget= "
+            "and faults=.",
             pytrace=False,
         )
     from ._mock import mock  # respx, loaded only by the tests that mount the sandbox
 
-    with mock(**options) as mounted:
+    try:
+        mounted = mock(**options)
+    except ScenarioError as error:
+        pytest.fail(f"@pytest.mark.sandbox: {error}", pytrace=False)
+    with mounted:
         yield mounted
 
 

@@ -31,11 +31,11 @@ def _output(scenario: sandbox.Scenario, name: str, arguments: Any) -> str:
     return scenario.tool_outputs[repr(sandbox.Call(name, dict(arguments or {})))]
 
 
-def openai_chat(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
+def openai_chat(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
     import openai
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
+    client = client or openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
@@ -69,11 +69,11 @@ def openai_chat(scenario_name: str, *, stream: bool = False, **options: Any) -> 
         raise AssertionError("the openai chat loop did not finish")
 
 
-def openai_responses(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
+def openai_responses(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
     import openai
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
+    client = client or openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
             {
@@ -104,11 +104,11 @@ def openai_responses(scenario_name: str, *, stream: bool = False, **options: Any
         raise AssertionError("the openai responses loop did not finish")
 
 
-def anthropic_messages(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
+def anthropic_messages(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
     import anthropic
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, **options)
+    client = client or anthropic.Anthropic(api_key="sk-ant-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in scenario.tools
@@ -144,12 +144,12 @@ def anthropic_messages(scenario_name: str, *, stream: bool = False, **options: A
         raise AssertionError("the anthropic loop did not finish")
 
 
-def gemini(scenario_name: str, *, stream: bool = False, **options: Any) -> str:
+def gemini(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
     from google import genai
     from google.genai import types
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(**options))
+    client = client or genai.Client(api_key="test-key", http_options=types.HttpOptions(**options))
     with client:  # closes its connections: a server test must not leave sockets to the GC
         declarations = [
             types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=dict(t.parameters))
@@ -210,7 +210,7 @@ def openai_responses_reasoning(
     import openai
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = openai.OpenAI(api_key="sk-test", max_retries=0, **options)
+    client = openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:
         tools: Any = [
             {"type": "function", "name": t.name, "parameters": t.parameters, "strict": False} for t in scenario.tools
@@ -243,7 +243,7 @@ def anthropic_thinking(
     import anthropic
 
     scenario = sandbox.get_scenario(scenario_name)
-    client = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, **options)
+    client = anthropic.Anthropic(api_key="sk-ant-test", **{"max_retries": 0, **options})
     with client:
         tools: Any = [{"name": t.name, "input_schema": t.parameters} for t in scenario.tools]
         messages: list[Any] = [{"role": "user", "content": scenario.prompt}]

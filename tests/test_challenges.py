@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.grading._meta import load_challenges
+from sandbox.grading.judge._meta import load_challenges
 
 if sys.version_info >= (3, 11):
     import tomllib

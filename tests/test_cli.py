@@ -19,7 +19,7 @@ import pytest
 
 import sandbox.cli
 from sandbox.cli import main
-from sandbox.grading._progress import Progress
+from sandbox.grading.judge._progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["list", "check", "hint", "watch", "solution", "scenarios", "replay", "serve"]

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from sandbox.cli import main
-from sandbox.grading._lessons import REPORT, Lesson, lesson_for
-from sandbox.grading._program_cases import CASES
+from sandbox.grading.judge._lessons import REPORT, Lesson, lesson_for
+from sandbox.grading.programs._program_cases import CASES
 from sandbox.wire import Rule
 
 ROOT = Path(__file__).resolve().parent.parent

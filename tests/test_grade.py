@@ -18,11 +18,11 @@ import pytest
 import sandbox
 from sandbox import get_scenario, skyl
 from sandbox.cli import main
-from sandbox.grading._endpoint import Endpoint
-from sandbox.grading._lessons import CONCURRENT, REPORT, STREAM, TOOL_FAILED, Lesson, lesson_for
-from sandbox.grading._program_cases import CASES
-from sandbox.grading._program_dialogue import PROVIDER_STOPS, ProgramDialogue
-from sandbox.grading._sent import read_sent
+from sandbox.grading.boundary._endpoint import Endpoint
+from sandbox.grading.judge._lessons import CONCURRENT, REPORT, STREAM, TOOL_FAILED, Lesson, lesson_for
+from sandbox.grading.programs._program_cases import CASES
+from sandbox.grading.programs._program_dialogue import PROVIDER_STOPS, ProgramDialogue
+from sandbox.grading.programs._sent import read_sent
 from sandbox.wire import Rule
 
 HERE = Path(__file__).resolve().parent

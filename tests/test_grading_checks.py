@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.grading._checks import EXPECT_ERROR, check_history, missing_from_report, says_error
+from sandbox.grading.judge._checks import EXPECT_ERROR, check_history, missing_from_report, says_error
 from sandbox.skyl import Message, Text, ToolCall, ToolResult, tool_result_message, user_text
 
 RUNAWAY = [["get_weather"]] * 5

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from sandbox import skyl
-from sandbox.grading._endpoint import TOOLS_PATH, Endpoint
-from sandbox.grading._loopback import Connections
-from sandbox.grading._marshal import RemoteError, error_from_data, error_to_data, read_value, to_data
+from sandbox.grading.boundary._endpoint import TOOLS_PATH, Endpoint
+from sandbox.grading.boundary._marshal import RemoteError, error_from_data, error_to_data, read_value, to_data
+from sandbox.grading.learner._loopback import Connections
 
 
 def test_skyl_values_travel_as_data_and_come_back_equal() -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.grading._meta import challenge_folder, find_root, load_challenges, select
-from sandbox.grading._state import State, digest
-from sandbox.grading._summary import Tally, bar
+from sandbox.grading.judge._meta import challenge_folder, find_root, load_challenges, select
+from sandbox.grading.judge._state import State, digest
+from sandbox.grading.judge._summary import Tally, bar
 
 ROOT = Path(__file__).resolve().parent.parent / "challenges"
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from sandbox import skyl
-from sandbox.grading._challenge import Deadlines, Implementations
-from sandbox.grading._load import ImplementationError
-from sandbox.grading._marshal import RemoteError, error_from_data, read_value, to_data
-from sandbox.grading._runner import OUTPUT_LIMIT, TimedOut, Worker, WorkerDied, Zygote
+from sandbox.grading.boundary._implementations import Implementations
+from sandbox.grading.boundary._marshal import RemoteError, error_from_data, read_value, to_data
+from sandbox.grading.boundary._protocol import ImplementationError
+from sandbox.grading.boundary._runner import OUTPUT_LIMIT, TimedOut, Worker, WorkerDied, Zygote
+from sandbox.grading.judge._challenge import Deadlines
 
 MODULE = """
 import os, sys, time

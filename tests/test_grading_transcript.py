@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandbox.grading._transcript import describe_call, quote, render, reply_line
+from sandbox.grading.judge._transcript import describe_call, quote, render, reply_line
 from sandbox.skyl import Message, Text, ToolCall, assistant_text, tool_result_message, user_text
 
 CALL = ToolCall("call_1", "get_weather", {"city": "Paris"})

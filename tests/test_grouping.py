@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.grading._feedback import mistake_of
-from sandbox.grading._grouping import same_mistake_lines
+from sandbox.grading.judge._feedback import mistake_of
+from sandbox.grading.judge._grouping import same_mistake_lines
 
 pytest_plugins = ["pytester"]
 

@@ -31,6 +31,13 @@ def test_marker_sets_the_budget(sandbox_mock):
     assert ask("x")[0] == 400  # single_call needs tools: the sandbox says so
     assert sandbox_mock.journal.last.error.rule.value == "missing_tool"
 
+@pytest.mark.sandbox("plain_text", faults="rate_limit@1")
+def test_marker_scripts_a_fault(sandbox_mock):
+    status, body = ask("x")
+    assert (status, body["error"]["code"]) == (429, "rate_limit_exceeded")
+    assert ask("x")[0] == 200  # the same request again: the fault played once
+    assert [exchange.status for exchange in sandbox_mock.journal] == [429, 200]
+
 def test_unmounted_after_the_test():
     with pytest.raises(httpx.ConnectError):
         httpx.post("http://127.0.0.1:9/v1/chat/completions", json={}, timeout=1)
@@ -40,7 +47,7 @@ def test_unmounted_after_the_test():
 def test_sandbox_mock_fixture_mounts_pins_and_unmounts(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_fixture=TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
 
 
 def test_sandbox_marker_with_a_bad_argument_has_clear_error(pytester: pytest.Pytester) -> None:
@@ -55,4 +62,19 @@ def test_it(sandbox_mock):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*unknown argument 'scenarios'; it takes scenario= and budget=*"])
+    result.stdout.fnmatch_lines(["*unknown argument 'scenarios'; it takes scenario=, budget= and faults=*"])
+
+
+def test_sandbox_marker_with_a_bad_fault_has_clear_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="""
+import pytest
+
+@pytest.mark.sandbox(faults="rate_limit@99")
+def test_it(sandbox_mock):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.sandbox: faults= Fault('rate_limit', request=99): request=99 is past*"])

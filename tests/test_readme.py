@@ -112,3 +112,10 @@ def test_the_learners_install_is_enough_to_grade() -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == f"imported {len(files)} files"
+
+
+def test_readme_fault_example_prints_the_rate_limit_then_the_answer() -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(_block_after("### Faults: the provider failing on purpose"), {})
+    assert out.getvalue().splitlines() == ["429 rate_limit_error 0.02", "Hello! No tools needed for that."]

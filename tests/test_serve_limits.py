@@ -214,13 +214,11 @@ class _HeldEngine(sandbox.Engine):
         self.large_started = threading.Event()
         self.release = threading.Event()
 
-    def handle(
-        self, method: str, path: str, body: bytes, *, client: str = "", query: str | None = None
-    ) -> sandbox.Exchange:
+    def handle(self, method: str, path: str, body: bytes, **options: Any) -> sandbox.Exchange:
         if len(body) > 1024 * 1024:
             self.large_started.set()
             self.release.wait(timeout=DEADLINE)
-        return super().handle(method, path, body, client=client, query=query)
+        return super().handle(method, path, body, **options)
 
 
 def test_a_small_request_is_answered_while_a_large_one_is_in_flight() -> None:

@@ -16,7 +16,9 @@ def _write_your_own(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("scenario", ["plain_text", "single_call", "parallel_calls", "stop_reason_mismatch"])
+@pytest.mark.parametrize(
+    "scenario", ["plain_text", "single_call", "parallel_calls", "no_arguments", "stop_reason_mismatch"]
+)
 def test_collect_stream_rebuilds_the_turn(challenge: Challenge, scenario: str, provider: str) -> None:
     collect_stream = challenge.function("collect_stream")
     talk = challenge.dialogue(scenario, provider)
@@ -26,7 +28,7 @@ def test_collect_stream_rebuilds_the_turn(challenge: Challenge, scenario: str, p
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("scenario", ["single_call", "parallel_calls", "multi_step"])
+@pytest.mark.parametrize("scenario", ["single_call", "parallel_calls", "no_arguments", "multi_step"])
 def test_complete_streams_every_turn(challenge: Challenge, scenario: str, provider: str) -> None:
     complete = challenge.function("complete")
     talk = challenge.dialogue(scenario, provider)

@@ -16,7 +16,9 @@ async def complete(
     """The bounded tool loop with an `AsyncClient` and an async `run`.
 
     The calls of one turn are independent: run them concurrently, then append their results in call
-    order, after the assistant turn. At most 5 requests; raise an exception when the bound is hit.
+    order, after the assistant turn. A call whose `run` raises gets an error result (as in 07); an
+    error from the provider reaches the caller. At most 5 requests; raise an exception when the bound
+    is hit.
     """
     # TODO: write the async loop, running each turn's calls concurrently.
     raise NotImplementedError

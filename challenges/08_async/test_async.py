@@ -1,5 +1,7 @@
 """Grading for 08_async: each turn's calls run concurrently (every call of a turn must be in flight
-before any returns), their results still follow in call order, and the loop stays bounded."""
+before any returns), their results still follow in call order, a call that fails still gets an error
+result (07's rule, with asyncio), a request the provider refuses reaches the caller, and the loop stays
+bounded."""
 
 from __future__ import annotations
 
@@ -27,6 +29,26 @@ def test_finishes_the_task(challenge: Challenge, scenario: str, provider: str) -
     talk = challenge.dialogue(scenario, provider, mode="async")
     outcome = talk.call(complete, talk.client, talk.request, talk.run)
     talk.expect_answer(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_failing_call_becomes_an_error_result(challenge: Challenge, provider: str) -> None:
+    """One call of the turn raises: it goes back as an error result, the others as their outputs."""
+    complete = challenge.function("complete", asynchronous=True)
+    failing = {"get_weather(city='Tokyo')": "weather service: Tokyo did not answer"}
+    talk = challenge.dialogue("parallel_calls", provider, mode="async", failing=failing)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_answer(outcome, bound=5)
+    talk.expect_concurrent()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_refused_request_reaches_the_caller(challenge: Challenge, provider: str) -> None:
+    """The provider refuses request 2 (the conversation is too long): that error is not a tool's."""
+    complete = challenge.function("complete", asynchronous=True)
+    talk = challenge.dialogue("parallel_calls", provider, mode="async", refuse=2)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_provider_error_raised(outcome)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

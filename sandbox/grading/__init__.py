@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..wire import PROVIDERS
-    from ._challenge import Challenge, take_away_collect_stream
-    from ._dialogue import BUDGET, Dialogue
-    from ._feedback import NotStarted
-    from ._generated import GRADING, runaways, tasks
-    from ._runner import Outcome
+    from .boundary._runner import Outcome
+    from .judge._challenge import Challenge, take_away_collect_stream
+    from .judge._dialogue import BUDGET, Dialogue
+    from .judge._feedback import NotStarted
+    from .judge._generated import GRADING, runaways, tasks
 
 __all__ = [
     "BUDGET",
@@ -38,13 +38,13 @@ __all__ = [
 ]
 
 _HOMES = {
-    "BUDGET": "._dialogue",
-    "Challenge": "._challenge",
-    "Dialogue": "._dialogue",
-    "NotStarted": "._feedback",
-    "Outcome": "._runner",
+    "BUDGET": ".judge._dialogue",
+    "Challenge": ".judge._challenge",
+    "Dialogue": ".judge._dialogue",
+    "NotStarted": ".judge._feedback",
+    "Outcome": ".boundary._runner",
     "PROVIDERS": "..wire",
-    "take_away_collect_stream": "._challenge",
+    "take_away_collect_stream": ".judge._challenge",
 }
 _SHOWN_HERE = ("Challenge", "Dialogue", "NotStarted", "Outcome")
 
@@ -58,7 +58,7 @@ def __getattr__(name: str) -> Any:
     modules a run imported (hypothesis among them), and a stale copy would hand the next run
     strategies built by another hypothesis."""
     if name in ("GRADING", "runaways", "tasks"):
-        return getattr(importlib.import_module(f"{__name__}._generated"), name)
+        return getattr(importlib.import_module(f"{__name__}.judge._generated"), name)
     if name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name], __name__), name)
         if name in _SHOWN_HERE:

@@ -90,6 +90,8 @@ class Rule(str, enum.Enum):
     NOT_FOUND = "not_found"
     """Unknown path or method."""
     TOO_LARGE = "too_large"
+    FAULT = "fault"
+    """Sandbox only: a scripted fault (rate limit, overload, server error), not the loop's mistake."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,9 @@ class Conversation:
     """Normalised: None (not sent), `auto`, `none`, `required`, or a tool name."""
     stream: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    cloud: str | None = None
+    """The cloud the request came through (`azure`, `vertex`; None: the provider's own API), whose
+    front end words some errors its own way (see `sandbox.clouds`)."""
 
     @property
     def forced_tool_choice(self) -> bool:

@@ -140,21 +140,30 @@ def check_echo(conversation: Conversation, index: int, expected: Sequence[Reason
     if first_call is None:
         return
     sent = first_call.get("thoughtSignature", first_call.get("thought_signature"))
+    vertex = conversation.cloud == "vertex"
     if not isinstance(sent, str) or not sent:
         name = first_call["functionCall"].get("name")
-        raise error(
-            400,
-            "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
-            "correctly, and missing thought_signature may lead to degraded model performance. Additional data, "
-            f"function call `default_api:{name}` , position {number + 1}. Please refer to "
-            "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
-            rule=Rule.REASONING_DROPPED,
-            message_index=index,
-        )  # [ISSUE] lbjlaq/Antigravity-Manager#733, #2157; the 1-based position is [INF] (reference G4)
+        message = (
+            f"Unable to submit request because function call `default_api:{name}` in the {number + 1}. content "
+            "block is missing a `thought_signature`. Learn more: "
+            "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures"
+        )  # [ISSUE] Vertex AI: pydantic/pydantic-ai#3881, google-gemini/gemini-cli#26639; the 1-based block is [INF]
+        if not vertex:
+            message = (
+                "Function call is missing a thought_signature in functionCall parts. This is required for tools to "
+                "work correctly, and missing thought_signature may lead to degraded model performance. Additional "
+                f"data, function call `default_api:{name}` , position {number + 1}. Please refer to "
+                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+            )  # [ISSUE] lbjlaq/Antigravity-Manager#733, #2157; the 1-based position is [INF] (reference G4)
+        raise error(400, message, rule=Rule.REASONING_DROPPED, message_index=index)
     if sent != _SKIP and not same_base64(sent, issued[0]):
-        raise error(
-            400, "Corrupted thought signature.", rule=Rule.REASONING_INVALID, message_index=index
-        )  # [ISSUE] google-gemini/gemini-cli#13467, lbjlaq/Antigravity-Manager#970 (400, INVALID_ARGUMENT)
+        message = "Corrupted thought signature."  # [ISSUE] google-gemini/gemini-cli#13467, Antigravity-Manager#970
+        if vertex:  # [ISSUE] decolua/9router#301, RooCodeInc/Roo-Code#11716 (the doubled full stop is Vertex's)
+            message = (
+                "Unable to submit request because Thought signature is not valid.. Learn more: "
+                "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini"
+            )
+        raise error(400, message, rule=Rule.REASONING_INVALID, message_index=index)
 
 
 def _in_current_turn(conversation: Conversation, index: int) -> bool:

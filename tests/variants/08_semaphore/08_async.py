@@ -1,4 +1,5 @@
-"""Correct: gather under a semaphore that caps concurrency at 8 calls (more than a turn here makes)."""
+"""Correct: gather under a semaphore that caps concurrency at 8 calls (more than a turn here makes); a
+failing call's error text goes back worded as an error, without is_error."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ LIMIT = asyncio.Semaphore(8)
 
 async def limited(run: Callable[[skyl.ToolCall], Awaitable[str]], call: skyl.ToolCall) -> str:
     async with LIMIT:
-        return await run(call)
+        try:
+            return await run(call)
+        except Exception as exc:
+            return f"Error: {exc}"
 
 
 async def complete(

@@ -1,4 +1,5 @@
-"""Correct: starts a task per call, then awaits the tasks in call order (they already run concurrently)."""
+"""Correct: starts a task per call, then awaits the tasks in call order (they already run concurrently);
+a task that failed is answered with is_error=True."""
 
 from __future__ import annotations
 
@@ -19,5 +20,8 @@ async def complete(
         tasks = [asyncio.ensure_future(run(call)) for call in calls]
         req.messages.append(resp.message)
         for call, task in zip(calls, tasks, strict=True):
-            req.messages.append(skyl.tool_result_message(call.id, await task))
+            try:
+                req.messages.append(skyl.tool_result_message(call.id, await task))
+            except Exception as exc:
+                req.messages.append(skyl.tool_result_message(call.id, repr(exc), is_error=True))
     raise skyl.ToolLoopError("gave up after 5 tool rounds")

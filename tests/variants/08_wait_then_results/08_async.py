@@ -1,4 +1,5 @@
-"""Correct: asyncio.wait for every task of the turn, then read the results in call order."""
+"""Correct: asyncio.wait for every task of the turn, then read the results in call order (a task's
+exception, when it has one, as an error result)."""
 
 from __future__ import annotations
 
@@ -20,5 +21,11 @@ async def complete(
         tasks = {call.id: asyncio.ensure_future(run(call)) for call in resp.tool_calls()}
         await asyncio.wait(tasks.values())
         req.messages.append(resp.message)
-        req.messages += [skyl.tool_result_message(call.id, tasks[call.id].result()) for call in resp.tool_calls()]
+        for call in resp.tool_calls():
+            task = tasks[call.id]
+            failure = task.exception()
+            if failure is None:
+                req.messages.append(skyl.tool_result_message(call.id, task.result()))
+            else:
+                req.messages.append(skyl.tool_result_message(call.id, f"ERROR: {failure}", is_error=True))
     raise RuntimeError("tool loop bound (5) reached")

@@ -1,0 +1,96 @@
+"""Which fault answers a request: the engine's one hook into faults.
+
+The history is the engine's only state, and a retry resends the same history, so a fault that played
+on "request 2" would play on every retry of it. The plan therefore counts attempts: per sender and
+per exact request body, the faults for that request play in order, one per attempt (`times` each),
+and the attempt after them gets the script's answer. The count forgets a request after `window`
+seconds of quiet, so re-running a suite against one `sandbox serve` plays its faults again.
+
+The sender is the door's caller key (thread and task in process), or for an HTTP door the client's
+address without its port: a client whose connection was cut retries on a new connection.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._exceptions import ScenarioError
+from ._spec import Fault
+
+__all__ = ["Applied", "FaultPlan"]
+
+_HTTP_CLIENT = re.compile(r"^(?P<host>\[?[0-9A-Fa-f:.]+\]?):\d+$")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A fault as it plays on one request: which, and on which attempt of that request."""
+
+    fault: Fault
+    attempt: int
+    """1 for the first time this request arrived."""
+
+
+class FaultPlan:
+    """The ad-hoc faults of a mounting (`transport(faults=...)`) plus each scenario's own."""
+
+    def __init__(self, faults: Sequence[Fault] = (), *, budget: int, window: float = 30.0, size: int = 10_000) -> None:
+        for fault in faults:
+            if not isinstance(fault, Fault):
+                raise ScenarioError(f"faults= takes sandbox.Fault objects or a spec string, got {fault!r}.")
+        self.faults = tuple(faults)
+        self.budget = budget
+        for fault in self.faults:
+            self.check_request(fault, where="faults=")
+        self._window = window
+        self._size = size
+        self._seen: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def check_request(self, fault: Fault, *, where: str) -> None:
+        """Refuse a request number that no conversation can reach within the budget."""
+        if fault.request is not None and fault.request > self.budget:
+            raise ScenarioError(
+                f"{where} {fault!r}: request={fault.request} is past the budget of {self.budget} model "
+                f"requests; use a request from 1 to {self.budget}, or raise budget=."
+            )
+
+    def pick(
+        self, provider: str, request: int, step_faults: Sequence[Fault], client: str, digest: str
+    ) -> Applied | None:
+        """The fault for this attempt of request number `request`, if any. `step_faults` are the
+        scenario's own: the playing step's fault and its request-numbered ones."""
+        candidates = [
+            fault
+            for fault in (*self.faults, *step_faults)
+            if fault.plays_on(provider) and (fault.request is None or fault.request == request)
+        ]
+        if not candidates:
+            return None
+        attempt = self._count(f"{_sender(client)}\0{digest}")
+        left = attempt
+        for fault in candidates:
+            if left <= fault.times:
+                return Applied(fault, attempt)
+            left -= fault.times
+        return None
+
+    def _count(self, key: str) -> int:
+        now = time.monotonic()
+        with self._lock:
+            seen, last = self._seen.pop(key, (0, now))
+            seen = seen + 1 if now - last <= self._window else 1
+            self._seen[key] = (seen, now)
+            if len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+            return seen
+
+
+def _sender(client: str) -> str:
+    match = _HTTP_CLIENT.match(client)
+    return match["host"] if match else client

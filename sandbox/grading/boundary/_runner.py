@@ -1,0 +1,389 @@
+"""Run learner code in worker processes, from the grader's side: spawn, send, wait, kill.
+
+Learner code never runs in the grader's process: a `Worker` (forked by the `Zygote`, see `learner._zygote`)
+imports the learner's module and runs each call; the grader waits for its answer under a deadline
+and kills the worker's whole process group when it passes. A worker that dies, hangs or answers
+nonsense fails the test it was serving; the next test gets a fresh one. What the learner's code
+prints is read as it comes, kept to a readable size, and handed to the test that ran it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import os
+import queue
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sandbox
+
+from ._protocol import BrokenFrame, FrameBuffer, encode, send
+
+__all__ = [
+    "MEMORY_LIMIT",
+    "Outcome",
+    "TimedOut",
+    "Worker",
+    "WorkerDied",
+    "WorkerError",
+    "Zygote",
+    "describe_exit",
+    "show_output",
+]
+
+MEMORY_LIMIT = 1 << 30
+"""Bytes of address space a worker may map: a learner's runaway allocation fails there with
+MemoryError, long before the machine runs short."""
+CPU_LIMIT = 120
+"""CPU seconds a worker (or anything it starts) may use in its life: a process that escapes the
+grader's clock still stops."""
+OUTPUT_LIMIT = 4000
+"""Characters of a call's printed output kept per stream: the first and last halves."""
+_STARTUP = 60.0
+_KEEP = (
+    "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "TZ",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the learner's call did: returned `value`, or raised `error`."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+class WorkerError(Exception):
+    """The worker machinery itself failed (the grader's fault or the machine's, never the learner's)."""
+
+
+class TimedOut(Exception):
+    """The worker did not answer in time; it has been killed."""
+
+
+class WorkerDied(Exception):
+    """The worker ended (or broke its protocol) before answering; the message says how."""
+
+
+def _environment() -> dict[str, str]:
+    """What a worker inherits: enough for Python to run, and nothing of the grader's (no options, no paths)."""
+    kept = {name: value for name, value in os.environ.items() if name in _KEEP}
+    return {**kept, "MALLOC_ARENA_MAX": "2"}
+
+
+class Zygote:
+    """The process that forks workers (see `learner._zygote`). Start it early: it imports skyl once for all."""
+
+    def __init__(self) -> None:
+        if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
+            raise WorkerError(
+                "grading runs learner code in worker processes, which needs a POSIX system: Linux, macOS, or "
+                "WSL on Windows."
+            )
+        self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-")
+        home = Path(self._home.name)
+        # The only thing on the workers' path: the package, not the folder around it (solutions/, tests/).
+        (home / "sandbox").symlink_to(Path(sandbox.__file__).resolve().parent, target_is_directory=True)
+        mine, theirs = socket.socketpair()
+        code = (
+            f"import sys; sys.path.insert(0, {str(home)!r}); from sandbox.grading.learner._zygote import main; main()"
+        )
+        self._errors = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", "-u", "-c", code, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            cwd=home,
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._errors,
+            start_new_session=True,  # Ctrl-C stops pytest, which then closes the zygote in order
+        )
+        theirs.close()
+        self._control = mine
+        self._ready = threading.Event()
+        self._swept = threading.Event()
+        self._ended = threading.Event()
+        self._spawned: queue.Queue[int] = queue.Queue()
+        self._statuses: dict[int, int] = {}
+        self._changed = threading.Condition()
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name="sandbox-grading-zygote", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        buffer = FrameBuffer()
+        try:
+            while True:
+                data = self._control.recv(1 << 16)
+                if not data:
+                    break
+                for message in buffer.feed(data):
+                    if message["op"] == "ready":
+                        self._ready.set()
+                    elif message["op"] == "swept":
+                        self._swept.set()
+                    elif message["op"] == "spawned":
+                        self._spawned.put(int(message["pid"]))
+                    elif message["op"] == "exited":
+                        with self._changed:
+                            self._statuses[int(message["pid"])] = int(message["status"])
+                            self._changed.notify_all()
+        except (OSError, BrokenFrame):
+            pass
+        finally:
+            self._ended.set()
+            with self._changed:
+                self._changed.notify_all()
+
+    def spawn(self) -> tuple[int, socket.socket, int, int]:
+        """A fresh worker: its pid, the socket to talk to it, and the read ends of its stdout and stderr."""
+        with self._lock:
+            if not self._ready.wait(_STARTUP) or self._ended.is_set():
+                raise WorkerError(f"the grader's worker process did not start:\n{self._stderr()}")
+            mine, theirs = socket.socketpair()
+            out_read, out_write = os.pipe()
+            err_read, err_write = os.pipe()
+            limits = {"memory": MEMORY_LIMIT, "cpu": CPU_LIMIT}
+            try:
+                socket.send_fds(
+                    self._control, [encode({"op": "spawn", "limits": limits})], [theirs.fileno(), out_write, err_write]
+                )
+                pid = self._spawned.get(timeout=_STARTUP)
+            except (OSError, queue.Empty) as exc:
+                for fd in (out_read, err_read):
+                    os.close(fd)
+                mine.close()
+                raise WorkerError(f"the grader could not start a worker process ({exc}):\n{self._stderr()}") from None
+            finally:
+                theirs.close()
+                os.close(out_write)
+                os.close(err_write)
+            return pid, mine, out_read, err_read
+
+    def status(self, pid: int, wait: float) -> int | None:
+        """The wait status of worker `pid` once it ended, as the zygote reaped it."""
+        deadline = time.monotonic() + wait
+        with self._changed:
+            while pid not in self._statuses and not self._ended.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._changed.wait(left)
+            return self._statuses.pop(pid, None)
+
+    @property
+    def alive(self) -> bool:
+        return not self._ended.is_set()
+
+    def sweep(self) -> None:
+        """Kill every worker and everything they started; the zygote stays, for the next session."""
+        with self._lock:
+            self._swept.clear()
+            try:
+                send(self._control, {"op": "sweep"})
+            except OSError:
+                return
+            if not self._swept.wait(30):  # pragma: no cover - a zygote stuck in its sweep
+                self.close()
+
+    def close(self) -> None:
+        """Kill every worker and everything they started, then the zygote."""
+        if self._control.fileno() == -1:
+            return
+        try:
+            send(self._control, {"op": "shutdown"})
+        except OSError:
+            pass
+        self._ended.wait(30)
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a zygote stuck in its sweep
+            self._process.kill()
+            self._process.wait()
+        self._control.close()
+        self._reader.join(5)
+        self._errors.close()
+        self._home.cleanup()
+
+    def _stderr(self) -> str:
+        self._errors.seek(0)
+        return self._errors.read()[-3000:].decode(errors="replace")
+
+
+_SHARED: list[Zygote] = []
+
+
+def shared_zygote() -> Zygote:
+    """The zygote of this process, started on first use: pytest sessions run in one process (pytester,
+    `pytest.main`) share it, and each sweeps up after itself. It ends with the process."""
+    if not _SHARED or not _SHARED[0].alive:
+        _SHARED[:] = [Zygote()]
+        atexit.register(_SHARED[0].close)
+    return _SHARED[0]
+
+
+class _Capture:
+    """One output stream of a worker: the first and last `OUTPUT_LIMIT // 2` characters of a call's output."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.open = True
+        self._half = OUTPUT_LIMIT // 2 - 60
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._total = 0
+
+    def read(self) -> None:
+        while self.open:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.open = False
+                return
+            self._total += len(data)
+            room = self._half - len(self._head)
+            if room > 0:
+                self._head += data[:room]
+                data = data[room:]
+            self._tail += data
+            del self._tail[: max(0, len(self._tail) - self._half)]
+
+    def take(self) -> str:
+        self.read()
+        head, tail = self._head.decode(errors="replace"), self._tail.decode(errors="replace")
+        cut = self._total - len(self._head) - len(self._tail)
+        self._head, self._tail, self._total = bytearray(), bytearray(), 0
+        if cut <= 0:
+            return head + tail
+        return f"{head}\n[... {cut} characters of output cut: print less, or print only on failure ...]\n{tail}"
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Worker:
+    """One worker process, serving one learner module."""
+
+    def __init__(self, zygote: Zygote) -> None:
+        self._zygote = zygote
+        self.pid, self._connection, out, err = zygote.spawn()
+        self._stdout, self._stderr = _Capture(out), _Capture(err)
+        self._buffer = FrameBuffer()
+        self._pending: list[dict[str, Any]] = []
+        self.functions: dict[str, bool] = {}
+        """The learner module's callables, and whether each is `async def`: set once it is loaded."""
+        self.alive = True
+
+    def request(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
+        """Send `message`, and return the answer. Raises `TimedOut` (the worker is killed) or `WorkerDied`."""
+        try:
+            send(self._connection, message)
+        except OSError:
+            raise WorkerDied(self._death()) from None
+        deadline = time.monotonic() + seconds
+        while True:
+            if self._pending:
+                return self._pending.pop(0)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise TimedOut(seconds)
+            watched = [self._connection.fileno()] + [c.fd for c in (self._stdout, self._stderr) if c.open]
+            try:
+                readable, _, _ = select.select(watched, [], [], left)
+            except InterruptedError:  # pragma: no cover - retried by Python since 3.5
+                continue
+            for capture in (self._stdout, self._stderr):
+                if capture.open and capture.fd in readable:
+                    capture.read()
+            if self._connection.fileno() in readable:
+                self._receive()
+
+    def _receive(self) -> None:
+        try:
+            data = self._connection.recv(1 << 20)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EINTR):  # pragma: no cover - select said readable
+                return
+            data = b""
+        if not data:
+            raise WorkerDied(self._death())
+        try:
+            self._pending.extend(self._buffer.feed(data))
+        except BrokenFrame as exc:
+            self.kill()
+            raise WorkerDied(f"its process sent the grader something that is not an answer ({exc})") from None
+
+    def _death(self) -> str:
+        self.alive = False
+        status = self._zygote.status(self.pid, wait=5)
+        self.kill()
+        return describe_exit(status)
+
+    def output(self) -> tuple[str, str]:
+        """What the worker printed since the last call: (stdout, stderr), each cut to a readable size."""
+        return self._stdout.take(), self._stderr.take()
+
+    def kill(self) -> None:
+        if self.alive:
+            self.alive = False
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self._connection.close()
+
+    def close(self) -> None:
+        self.kill()
+        for capture in (self._stdout, self._stderr):
+            capture.close()
+
+
+def show_output(worker: Worker) -> None:
+    """What the learner's code printed, into the running test's captured output: shown with its failure."""
+    out, err = worker.output()
+    if out:
+        sys.stdout.write(out)
+    if err:
+        sys.stderr.write(err)
+
+
+def describe_exit(status: int | None) -> str:
+    """How a process ended, for a learner: the exit code, or the signal and what usually sends it."""
+    if status is None:
+        return "its process ended (the grader could not learn how)"
+    if os.WIFEXITED(status):
+        code = os.WEXITSTATUS(status)
+        return f"its process exited with code {code} (os._exit(), or a crash of the interpreter)"
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        why = {
+            "SIGKILL": f"the {CPU_LIMIT} s CPU limit, or the system ran out of memory",
+            "SIGXCPU": f"it used more than its {CPU_LIMIT} s of CPU time",
+            "SIGSEGV": "a crash of the interpreter, usually a recursion too deep for its stack",
+            "SIGABRT": "the interpreter aborted, often a recursion too deep for its stack",
+            "SIGALRM": "an alarm it set with signal.alarm() went off",
+            "SIGXFSZ": "it wrote a file over the size limit",
+        }.get(name, "a signal sent to it")
+        return f"its process was killed by {name} ({why})"
+    return f"its process ended with status {status}"  # pragma: no cover - stopped, not ended

@@ -1,0 +1,184 @@
+"""The zygote: the process that forks the workers running learner code, apart from the grader.
+
+    grader (pytest) --control socket--> zygote --fork--> worker, one per challenge
+                                                          imports the learner's module once
+                                                          runs each call the grader sends
+                                                          answers with data
+
+The zygote imports skyl, httpx and this module once, then forks a worker per challenge: a fork is
+a few milliseconds where a fresh interpreter is half a second, and the zygote never runs learner
+code, so every worker starts clean. A worker starts a session of its own (the grader kills its
+whole process group), takes the memory, CPU and core-file limits, and serves `load` and `call`
+messages on its socket until the grader closes it.
+
+The zygote is Linux's "child subreaper" for everything below it: a process a learner detaches
+(double fork, `setsid`) comes back to the zygote when its parent dies, and the zygote kills it
+before the grader writes its last report.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+from ..boundary._protocol import FrameBuffer, send
+from ._worker import Worker
+
+__all__ = ["main"]
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def main() -> None:
+    """The zygote: `python -I -u -c "...; main()" CONTROL_FD`, started by `_runner.Zygote`."""
+    control = socket.socket(fileno=int(sys.argv[1]))
+    _become_subreaper()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    workers: set[int] = set()
+    buffer = FrameBuffer()
+    send(control, {"op": "ready"})
+    try:
+        while True:
+            readable, _, _ = select.select([control.fileno(), wake_read], [], [])
+            if wake_read in readable:
+                os.read(wake_read, 4096)
+                _reap(control, workers)
+            if control.fileno() not in readable:
+                continue
+            data, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
+            if not data:
+                return
+            for message in buffer.feed(data):
+                if message["op"] == "spawn":
+                    pid = _fork(fds, message, [control.fileno(), wake_read, wake_write])
+                    workers.add(pid)
+                    send(control, {"op": "spawned", "pid": pid})
+                elif message["op"] == "sweep":
+                    _sweep(workers)
+                    send(control, {"op": "swept"})
+                elif message["op"] == "shutdown":
+                    _sweep(workers)
+                    send(control, {"op": "bye"})
+                    return
+    finally:
+        _sweep(workers)
+
+
+def _become_subreaper() -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+            pass
+
+
+def _reap(control: socket.socket, workers: set[int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in workers:
+            workers.discard(pid)
+            send(control, {"op": "exited", "pid": pid, "status": status})
+
+
+def _sweep(workers: set[int]) -> None:
+    """Kill every worker's process group, then every process that came back to us, until none is left."""
+    for pid in workers:
+        _kill_group(pid)
+    workers.clear()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for pid in _children():
+            _kill_group(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _children() -> list[int]:
+    """Our children, orphans that came back to us included (Linux's /proc; elsewhere, none known)."""
+    me = os.getpid()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _fork(fds: list[int], message: dict[str, Any], inherited: list[int]) -> int:
+    connection, stdout, stderr = fds
+    pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        return pid
+    code = 70
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in inherited:
+            os.close(fd)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.close(stdout)
+        os.close(stderr)
+        _limit(message["limits"])
+        Worker(socket.socket(fileno=connection)).serve()
+        code = 0
+    except BaseException:  # noqa: BLE001 - the worker's own failure, shown to the grader on its stderr
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _limit(limits: dict[str, int]) -> None:
+    """Caps the learner cannot raise: soft and hard limits alike."""
+    for name, value in (("RLIMIT_AS", limits["memory"]), ("RLIMIT_CPU", limits["cpu"]), ("RLIMIT_CORE", 0)):
+        which = getattr(resource, name, None)
+        if which is None:  # pragma: no cover - a platform without this limit
+            continue
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):  # pragma: no cover - macOS refuses some address-space limits
+            pass

@@ -1,0 +1,256 @@
+"""`sandbox grade`: grade a program in any language, case by case, with the challenges' verdicts.
+
+Each case (challenge x scenario x wire format) runs the program once against a fresh private sandbox
+(`ProgramDialogue`, a door of its own on the grader's loopback `Endpoint`), and its verdict is the
+one `pytest challenges/` gives Python code: the same transcripts, provider errors, rules and hints,
+the same tallies and summary, and the same Gradescope `results.json`, written before the first case
+and after every case. The exit status comes from the tallies: 0 only when every case passed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import pytest
+
+from ..._catalogue import get_scenario
+from ..._scenario import Scenario
+from ..boundary._endpoint import Endpoint
+from ..boundary._program import ProgramRun, run_program
+from ..judge._report import ResultsFile
+from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
+from ._program_cases import CASES, Case
+from ._program_dialogue import ProgramDialogue
+
+__all__ = ["Planned", "grade", "plan"]
+
+BUILD_SECONDS = 300.0
+"""The build step's limit: a first `go build` compiles the standard library it uses."""
+AFTER_HANG = 2.0
+"""Seconds per case for the rest of a challenge once one of its cases hung."""
+OVERLAP_WAIT = 2.0
+"""How long a tool run waits for its turn's other calls (challenge 08). They are HTTP requests from
+another process, started by a runtime we do not know, on a machine that may be busy: a generous
+wait costs nothing when they do overlap, and only one case when they do not."""
+AFTER_SEQUENTIAL = 0.05
+
+
+@dataclass
+class Session:
+    """What every case of one `sandbox grade` run shares: the program, the limits, the endpoint."""
+
+    command: Sequence[str]
+    limits: Limits
+    endpoint: Endpoint
+    cwd: str | None = None
+
+
+class Limits:
+    """The per-case deadline and overlap wait, shortened for the rest of a challenge once one of its
+    cases hung, or ran a turn's calls one at a time: one mistake should not stall a whole run."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._hung: set[str] = set()
+        self._sequential: set[str] = set()
+
+    def deadline(self, challenge: str) -> float:
+        return min(self.seconds, AFTER_HANG) if challenge in self._hung else self.seconds
+
+    def overlap_wait(self, challenge: str) -> float:
+        return AFTER_SEQUENTIAL if challenge in self._sequential else OVERLAP_WAIT
+
+    def record_hang(self, challenge: str) -> None:
+        self._hung.add(challenge)
+
+    def record_sequential(self, challenge: str) -> None:
+        self._sequential.add(challenge)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One case on one wire format."""
+
+    challenge: str
+    case: Case
+    provider: str
+
+    @property
+    def nodeid(self) -> str:
+        return f"{self.challenge}::{self.case.test}[{self.case.scenario}-{self.provider}]"
+
+
+def plan(challenges: Sequence[str], providers: Sequence[str]) -> list[Planned]:
+    return [
+        Planned(challenge, case, provider)
+        for challenge in challenges
+        for case in CASES[challenge]
+        for provider in providers
+    ]
+
+
+def grade(
+    command: Sequence[str],
+    planned: Sequence[Planned],
+    *,
+    out: TextIO,
+    timeout: float,
+    report: Path | None = None,
+    build: str | None = None,
+    cwd: str | None = None,
+    titles: Mapping[str, str] | None = None,
+) -> int:
+    """Run every planned case; print the failures and the summary; return the exit status."""
+
+    def echo(text: str = "", end: str = "\n") -> None:
+        out.write(text + end)
+        out.flush()
+
+    shown = shlex.join(command)
+    results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
+    if build:
+        echo(f"Building: {build}")
+    broken = _build(build, cwd) if build else None
+    outcomes: dict[str, tuple[str, str]] = {}
+    echo(f"Grading `{shown}`: {len(planned)} case(s).")
+    session = Session(command, Limits(timeout), Endpoint(), cwd)
+    try:
+        current = ""
+        for item in planned:
+            if item.challenge != current:
+                current = item.challenge
+                echo(f"\n{current} ", end="")
+            outcome, output = (FAILED, broken) if broken else _grade_case(session, item)
+            outcomes[item.nodeid] = (outcome, output)
+            echo("." if outcome == PASSED else "F", end="")
+            if results is not None:
+                results.record(item.nodeid, outcome, output)
+    finally:
+        session.endpoint.close()
+    echo("")
+    _print_failures(planned, outcomes, out)
+    tallies: dict[str, Tally] = {}
+    for item in planned:
+        tally = tallies.setdefault(item.challenge, Tally())
+        tally.collected += 1
+        tally.add(outcomes[item.nodeid][0], item.nodeid)
+    echo("")
+    for line in challenge_lines(tallies, titles or {}):
+        echo(line)
+    if report is not None:
+        echo(f"Results written to {report}")
+    return 0 if all(outcome == PASSED for outcome, _ in outcomes.values()) else 1
+
+
+def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
+    """The case's verdict: on its scenario, or on every scenario its strategy draws."""
+    try:
+        if item.case.generated:
+            _judge_generated(session, item)
+        else:
+            _judge(session, item, get_scenario(item.case.scenario))
+    except pytest.fail.Exception as failure:
+        return FAILED, str(failure.msg)
+    return PASSED, ""
+
+
+def _judge_generated(session: Session, item: Planned) -> None:
+    """As the Python tests grade a property: reproducible examples, no shrinking (see `_generated`).
+    Hypothesis's own report of the failing example is left out: the transcript shows the scenario."""
+    from hypothesis import given, reporting, settings
+    from hypothesis.errors import Flaky
+
+    # Through sys.modules, as `sandbox.grading.__getattr__` does: a package attribute could be a copy
+    # built on a hypothesis that an in-process pytest run has since dropped.
+    _generated = importlib.import_module("..judge._generated", __package__)
+    grading: settings = _generated.GRADING
+    strategy = getattr(_generated, item.case.generated)(**item.case.options)
+
+    @grading
+    @given(scenario=strategy)
+    def check(scenario: Scenario) -> None:
+        _judge(session, item, scenario)
+
+    try:
+        with reporting.with_reporter(lambda _: None):
+            check()
+    except Flaky as flaky:
+        # An example failed, then passed when replayed (a program's timing varies): the failure stands.
+        first = next((error for error in _leaves(flaky) if isinstance(error, pytest.fail.Exception)), None)
+        if first is None:
+            raise
+        raise first from None
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside a group, each unwrapped (hypothesis wraps a BaseException, as pytest's
+    failures are, in one of its own)."""
+    inner = getattr(error, "exceptions", None)
+    if inner:
+        return [leaf for child in inner for leaf in _leaves(child)]
+    return [error.__cause__] if error.__cause__ is not None else [error]
+
+
+def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
+    """Run the program once on `scenario`; return if it passed, fail (pytest.fail) with the feedback."""
+    case = item.case
+    limits = session.limits
+    talk = ProgramDialogue(
+        scenario,
+        item.provider,
+        stream=case.stream,
+        failing=case.failing,
+        unknown_tools=case.unknown_tools,
+        concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
+        refuse=case.refuse,
+    )
+    run = talk.run(session.command, limits.deadline(item.challenge), session.endpoint, cwd=session.cwd)
+    if run.timed_out:
+        limits.record_hang(item.challenge)
+    if case.expect == "answer":
+        talk.expect_answer(run, bound=5)
+    elif case.expect == "refused":
+        talk.expect_provider_error_reported(run)
+    else:
+        report = talk.expect_gave_up(run, bound=5)
+        if case.expect == "report":
+            talk.expect_runaway_report(report)
+    if case.stream:
+        talk.expect_streamed()
+    if case.concurrent:
+        if talk.probe is not None and talk.probe.one_at_a_time is not None:
+            limits.record_sequential(item.challenge)
+        talk.expect_concurrent()
+
+
+def _build(build: str, cwd: str | None) -> str | None:
+    """Run the build command once; its failure, as every case's feedback, or None."""
+    run: ProgramRun = run_program(shlex.split(build), dict(os.environ), BUILD_SECONDS, cwd=cwd)
+    if run.returncode == 0 and not run.timed_out:
+        return None
+    why = run.not_started or ("it did not finish" if run.timed_out else run.exit_description)
+    output = (run.stderr + run.stdout).rstrip() or "(no output)"
+    return f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
+
+
+def _print_failures(planned: Sequence[Planned], outcomes: Mapping[str, tuple[str, str]], out: TextIO) -> None:
+    """The first failure of each challenge in full; the others by name and headline (the report
+    holds them all in full)."""
+    seen: set[str] = set()
+    for item in planned:
+        outcome, output = outcomes[item.nodeid]
+        if outcome == PASSED:
+            continue
+        name = f"{item.challenge}: {item.nodeid.split('::', 1)[1]}"
+        if item.challenge in seen:
+            headline = output.splitlines()[0] if output else ""
+            out.write(f"  also failed: {name}: {headline if len(headline) <= 120 else headline[:117] + '...'}\n")
+            continue
+        seen.add(item.challenge)
+        out.write(f"\n{'=' * 8} FAILED {name} {'=' * max(0, 80 - len(name))}\n{output}\n")
