@@ -2,11 +2,15 @@
 
 The load generator is raw asyncio sockets with keep-alive (one connection per simulated client, one
 request in flight on each), so on a 2-core machine the server keeps a core to itself and the figures
-measure the server, not the client. The baseline is the same uvicorn, same settings, serving an ASGI
-app that reads the body and sends back canned bytes of the same size and framing: the ratio is what
-the engine and the sandbox's ASGI door add on top of uvicorn's own floor.
+measure the server, not the client. Two baselines, measured in the same run:
 
-Run as a script, this module is the server child: `python bench/_serve.py sandbox|canned PORT [PROFILE]`.
+- the starlette floor: a minimal starlette app under uvicorn (httptools and uvloop, as `uvicorn`
+  picks them when installed) answering with the sandbox's own answers, prepared at start-up: no
+  validation, no engine, only the web framework's cost;
+- CopilotKit's aimock (Node), installed from npm into bench/.aimock, answering the same requests
+  with one catch-all fixture (skipped with one line where node is missing).
+
+Run as a script, this module is the server child: `python bench/_serve.py sandbox|starlette PORT [PROFILE]`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -164,12 +169,50 @@ def _up(port: int) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Served:
+    port: int
+    pid: int
+
+
+AIMOCK = "@copilotkit/aimock@1.43.0"
+"""CopilotKit's mock server (Node), installed by the bench from npm into bench/.aimock (not committed)."""
+AIMOCK_DIR = HERE / ".aimock"
+_AIMOCK_CLI = AIMOCK_DIR / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
+_AIMOCK_FIXTURE = {"fixtures": [{"match": {}, "response": {"content": "It is 18C and clear in Paris."}}]}
+
+
+def aimock_ready() -> str | None:
+    """None once aimock is installed (installing it if needed), else the one-line reason it is skipped."""
+    if _AIMOCK_CLI.exists():
+        return None
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return "aimock skipped: node and npm are not installed"
+    AIMOCK_DIR.mkdir(exist_ok=True)
+    done = subprocess.run(
+        ["npm", "install", "--prefix", str(AIMOCK_DIR), "--no-audit", "--no-fund", "--silent", AIMOCK],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0 or not _AIMOCK_CLI.exists():
+        return f"aimock skipped: npm install {AIMOCK} failed: {(done.stderr or done.stdout).strip()[-200:]}"
+    return None
+
+
 @contextmanager
-def server_process(kind: str, profile: Path | None = None) -> Iterator[int]:
-    """`kind` is `sandbox` (sandbox.serve, the code behind `sandbox serve`) or `canned`."""
+def server_process(kind: str, profile: Path | None = None) -> Iterator[Served]:
+    """`kind` is `sandbox` (sandbox.serve, the code behind `sandbox serve`), `starlette` (the floor:
+    a minimal starlette app under uvicorn serving the same canned answers) or `aimock`."""
     for _ in range(3):
         port = _free_port()
-        args = [sys.executable, str(HERE / "_serve.py"), kind, str(port)] + ([str(profile)] if profile else [])
+        if kind == "aimock":
+            fixture = AIMOCK_DIR / "fixture.json"
+            fixture.write_text(json.dumps(_AIMOCK_FIXTURE))
+            args = ["node", str(_AIMOCK_CLI), "-p", str(port), "-f", str(fixture), "--log-level", "silent"]
+        else:
+            args = [sys.executable, str(HERE / "_serve.py"), kind, str(port)] + ([str(profile)] if profile else [])
         process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and process.poll() is None and not _up(port):
@@ -181,7 +224,7 @@ def server_process(kind: str, profile: Path | None = None) -> Iterator[int]:
     else:
         raise RuntimeError(f"the {kind} server did not start: {process.stderr.read().decode()[-1000:]}")  # type: ignore[union-attr]
     try:
-        yield port
+        yield Served(port, process.pid)
     finally:
         process.terminate()
         try:
@@ -196,43 +239,49 @@ def server_process(kind: str, profile: Path | None = None) -> Iterator[int]:
 # -- the server child ---------------------------------------------------------------------------------
 
 
-class CannedApp:
-    """uvicorn's floor: read the body, answer with bytes prepared at start-up, framed like the sandbox."""
+def canned_answers() -> dict[tuple[str, bool], tuple[int, dict[str, str], tuple[bytes, ...]]]:
+    """The sandbox's own answers to the pool's requests (one per path and mode), made at start-up."""
+    import sandbox
 
-    def __init__(self) -> None:
-        import sandbox
+    answers: dict[tuple[str, bool], tuple[int, dict[str, str], tuple[bytes, ...]]] = {}
+    engine = sandbox.Engine(budget=10**6)
+    for stream in (False, True):
+        for raw in request_pool(stream, size=len(PROVIDERS)):
+            head, body = raw.split(b"\r\n\r\n", 1)
+            target = head.split(b" ")[1].decode()
+            path, _, query = target.partition("?")
+            exchange = engine.handle("POST", path, body, query=query)
+            answers[path, stream] = (exchange.status, dict(exchange.headers), exchange.chunks)
+    return answers
 
-        self.health = json.dumps({"status": "ok"}).encode()
-        self.answers: dict[tuple[str, bool], tuple[int, dict[str, str], tuple[bytes, ...]]] = {}
-        engine = sandbox.Engine(budget=10**6)
-        for stream in (False, True):
-            for raw in request_pool(stream, size=len(PROVIDERS)):
-                head, body = raw.split(b"\r\n\r\n", 1)
-                path = head.split(b" ")[1].decode().split("?", 1)[0]
-                exchange = engine.handle("POST", path, body)
-                self.answers[path, stream] = (exchange.status, dict(exchange.headers), exchange.chunks)
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
-        chunks: tuple[bytes, ...]
-        if scope["method"] == "GET":
-            status, headers, chunks = 200, {"content-type": "application/json"}, (self.health,)
-        else:
-            status, headers, chunks = self.answers[scope["path"], b'"stream":true' in body or "stream" in scope["path"]]
-        raw_headers = [(name.encode(), value.encode()) for name, value in headers.items()]
-        await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-        for index, chunk in enumerate(chunks):
-            await send({"type": "http.response.body", "body": chunk, "more_body": index < len(chunks) - 1})
+def starlette_app() -> Any:
+    """The starlette floor: a minimal starlette app serving the same canned answers (a streamed one
+    through `StreamingResponse`, frame by frame, as an SSE endpoint in starlette is written)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    answers = canned_answers()
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def answer(request: Request) -> Response:
+        body = await request.body()
+        status, headers, chunks = answers[request.url.path, b'"stream":true' in body or "stream" in request.url.path]
+        if len(chunks) == 1 and not headers.get("content-type", "").startswith("text/event-stream"):
+            return Response(chunks[0], status, headers=headers)
+
+        async def frames() -> Any:
+            for chunk in chunks:
+                yield chunk
+
+        return StreamingResponse(frames(), status, headers=headers)
+
+    paths = sorted({path for path, _ in answers})
+    return Starlette(routes=[Route("/health", health), *(Route(path, answer, methods=["POST"]) for path in paths)])
 
 
 def _child(kind: str, port: int, profile: str | None) -> None:
@@ -241,10 +290,10 @@ def _child(kind: str, port: int, profile: str | None) -> None:
     def run() -> None:
         if kind == "sandbox":
             sandbox.serve(sandbox.Engine(), host="127.0.0.1", port=port)
-        else:
+        else:  # uvicorn as `uvicorn app:app` runs it: httptools and uvloop when installed
             import uvicorn
 
-            uvicorn.run(CannedApp(), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+            uvicorn.run(starlette_app(), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
     if profile is None:
         run()

@@ -18,13 +18,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import skyl
-from ._asgi import SandboxApp, serve
+from ._asgi import SandboxApp
 from ._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
 from ._scenario import Call, Scenario, Step, is_usable
 from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
 from .faults import Fault, parse_faults
+from .server import serve
 from .wire import PROVIDERS, Rule
 
 if TYPE_CHECKING:

@@ -8,6 +8,8 @@ sandbox solution N           the reference solution, once N passes
 sandbox scenarios            the scenario catalogue
 sandbox replay SCENARIO      a reference run of a scenario, request by request
 sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
+sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
+sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
 """
 
@@ -23,21 +25,22 @@ from pathlib import Path
 from typing import NoReturn
 
 from . import _catalogue, skyl
-from ._asgi import serve
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
+from ._kept import DEFAULT_MAX_KEPT
+from ._program_cli import add_commands
 from ._transport import transport
 from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
 from .grading.judge._progress import Progress
 from .grading.judge._state import State
 from .grading.judge._transcript import describe_call, describe_message, quote
-from .grading.programs._program_cases import CASES
+from .room import _cli as room
+from .server import cors_origins_of, serve
 from .wire import PROVIDERS
 
 __all__ = ["main"]
 
 REPLAY_ROUNDS = 5
-GRADE_TIMEOUT = 10.0
 
 
 class CommandError(Exception):
@@ -99,12 +102,16 @@ def _parser() -> argparse.ArgumentParser:
     command("list", "List the challenges with their status and a progress bar.", _list, [where])
     check = command("check", "Grade challenge N with pytest (every challenge without N).", _check, [where])
     check.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    room.add_join_options(check)
     hint = command("hint", "Show the next hint for challenge N (one more each time).", _hint, [where])
     hint.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
     watch = command(
         "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
     )
-    watch.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between checks (default 1)")
+    watch.add_argument(
+        "--interval", type=float, default=0.2, metavar="S", help="seconds between looks for a save (default 0.2)"
+    )
+    room.add_join_options(watch)
     solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
     solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
     command("scenarios", "List the scenario catalogue with descriptions.", _scenarios, [])
@@ -113,36 +120,22 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--provider", default="openai", choices=PROVIDERS, help="the wire format (default openai)")
     replay.add_argument("--wire", action="store_true", help="also print each request and response body")
     serve_ = command("serve", "Serve the sandbox over HTTP: all four wire formats at their real paths.", _serve, [])
-    serve_.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    serve_.add_argument("--port", type=_port, default=8765, help="port (default 8765)")
-    serve_.add_argument("--scenario", default=None, help="answer every request with this scenario")
-    serve_.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
-    serve_.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
-    serve_.add_argument(
-        "--faults", default=None, metavar="SPEC", help="faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
-    )
-    grade_ = command(
-        "grade",
-        "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",
-        _grade,
-        [where],
-    )
-    grade_.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop (default: all)")
-    grade_.add_argument(
-        "--wire",
-        default=",".join(PROVIDERS),
-        metavar="LIST",
-        help=f"the wire formats the program speaks, comma-separated (default: {','.join(PROVIDERS)})",
-    )
-    grade_.add_argument("--report", type=Path, default=None, metavar="PATH", help="write Gradescope results.json")
-    grade_.add_argument(
-        "--timeout",
-        type=float,
-        default=GRADE_TIMEOUT,
-        metavar="S",
-        help=f"seconds per case (default {GRADE_TIMEOUT:g})",
-    )
-    grade_.add_argument("--build", default=None, metavar="CMD", help="run CMD once first, e.g. 'go build -o loop .'")
+    room_ = command("room", room.SUMMARY, _serve, [])
+    room_.set_defaults(room=True)
+    for sub in (serve_, room_):
+        sub.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+        sub.add_argument("--port", type=_port, default=8765, help="port (default 8765)")
+        sub.add_argument("--scenario", default=None, help="answer every request with this scenario")
+        sub.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
+        sub.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+        faults = "faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
+        sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
+        cors = "answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)"
+        sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
+        sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
+        sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
+        room.add_options(sub, flag=sub is serve_)
+    add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
     return parser
 
 
@@ -176,9 +169,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    room.join_from(args)
     root, challenges = _challenges(args)
     chosen = [_pick(challenges, args.number)] if args.number else challenges
-    return Progress(root, challenges).run(chosen)
+    return Progress(root, challenges).run_here(chosen)
 
 
 def _hint(args: argparse.Namespace) -> int:
@@ -206,10 +200,11 @@ def _hint(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise CommandError(f"--interval {args.interval}: use a number of seconds above 0.")
+    room.join_from(args)
     root, challenges = _challenges(args)
     print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
     try:
-        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True))
+        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True), clear=sys.stdout.isatty())
     except KeyboardInterrupt:
         print("\nStopped watching.")
     return 0
@@ -323,7 +318,16 @@ def _serve(args: argparse.Namespace) -> int:
             f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
-    engine = Engine(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
+    args.cors_origin = cors_origins_of(args.cors_origin)
+    engine_class = room.RecordingEngine if args.room else Engine
+    engine = engine_class(
+        args.scenario,
+        scenarios=scenarios,
+        budget=args.budget,
+        faults=args.faults,
+        kept=args.kept,
+        kept_mib=args.kept_mib,
+    )
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""
@@ -340,43 +344,7 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()
 
-    serve(engine, host=args.host, port=args.port, ready=banner)
+    if args.room:
+        return room.serve_room(args, engine, banner)
+    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
     return 0
-
-
-# -- programs in any language ------------------------------------------------------------------------
-
-
-def _grade(args: argparse.Namespace) -> int:
-    from .grading.programs._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
-
-    if not args.program:
-        raise CommandError(
-            "sandbox grade needs the program to run after `--`, e.g.: sandbox grade 2 -- ./loop  or  "
-            "sandbox grade -- node examples/js/loop.mjs"
-        )
-    providers = [name.strip() for name in args.wire.split(",") if name.strip()]
-    unknown = [name for name in providers if name not in PROVIDERS]
-    if unknown or not providers:
-        raise CommandError(f"--wire {args.wire}: use one or more of {', '.join(PROVIDERS)}, comma-separated.")
-    if args.timeout <= 0:
-        raise CommandError(f"--timeout {args.timeout}: use a number of seconds above 0.")
-    root = find_root(args.dir or Path.cwd())
-    known = {info.name: info for info in load_challenges(root)} if root else {}
-    programs = [known.get(name) or ChallengeInfo(name, Path(name)) for name in CASES]
-    chosen = programs
-    if args.number:
-        found = _pick([*programs, *(info for name, info in known.items() if name not in CASES)], args.number)
-        if found.name not in CASES:
-            choices = "\n".join(f"- {info.number}: {info.name}" for info in programs)
-            raise CommandError(f"{found.name} grades Python code only so far. A program is graded on:\n{choices}")
-        chosen = [found]
-    return grade(
-        args.program,
-        plan([info.name for info in chosen], providers),
-        out=sys.stdout,
-        timeout=args.timeout,
-        report=args.report,
-        build=args.build,
-        titles={info.name: info.title for info in chosen},
-    )

@@ -8,11 +8,13 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
     --impl DIR             grade DIR/<challenge folder name>.py instead of exercise.py
     --report PATH          Gradescope results.json, rewritten after every test
     --challenge-timeout S  the per-test deadline (the request budget is the main guard)
+    --room URL --name NAME post each run's results to a workshop room (`sandbox room`)
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,7 @@ from .grading.judge._meta import HINTS_FILE, challenge_folder, load_challenges
 from .grading.judge._report import ResultsFile
 from .grading.judge._state import State, digest
 from .grading.judge._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
+from .room import _plugin as room
 
 if TYPE_CHECKING:
     from ._mock import SandboxMock
@@ -69,6 +72,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         default=None,
         help="write challenge results to PATH in Gradescope's results.json format, updated after every test.",
+    )
+    room.add_options(group, lambda group, names, **attrs: _add_option(parser, group, names, **attrs))
+    group.addoption(
+        "--sandbox-cli-report",
+        dest="sandbox_cli_report",
+        metavar="PATH",
+        default=None,
+        help="as --report, for `sandbox check` and `sandbox watch`, which read it themselves: its path is not printed.",
+    )
+    group.addoption(
+        "--sandbox-first-failure",
+        dest="sandbox_first_failure",
+        action="store_true",
+        default=False,
+        help="grade up to the first failing challenge test and run no more (what `sandbox watch` shows), without -x's "
+        "banner.",
     )
     group.addoption(
         "--challenge-timeout",
@@ -136,8 +155,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.pluginmanager.register(harness, "sandbox-challenges")
         groups = FailureGroups({nodeid: ref.name for nodeid, ref in refs.items()})
         session.config.pluginmanager.register(groups, "sandbox-failure-groups")
+        reporter = room.reporter_for(session.config, {nodeid: ref.name for nodeid, ref in refs.items()})
+        if reporter is not None:
+            session.config.pluginmanager.register(reporter, "sandbox-room")
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
             harness.implementations.start()
+        _freeze_once()
+
+
+_FROZEN: list[bool] = []
+
+
+def _freeze_once() -> None:
+    """Move what the imports made (pytest, hypothesis, the sandbox: most of the heap) out of the garbage
+    collector's sight, once per process. Grading runs full collections more than once: hypothesis's
+    first example (`register_random` collects and asks for referrers) and pytest's unraisable-exception
+    check at the end each walked all of it, a few tenths of a second of a 20-test run. What is frozen
+    is mostly the modules' own objects, alive until the process ends anyway."""
+    if not _FROZEN:
+        _FROZEN.append(True)
+        gc.freeze()  # no collection first: that would be the very walk this saves
 
 
 @pytest.fixture
@@ -196,7 +233,10 @@ class _Harness:
         self.deadlines = Deadlines(config.getoption("sandbox_timeout"))
         self.not_started: set[str] = set()
         self.outcomes: dict[str, str] = {}
-        report = config.getoption("sandbox_report")
+        self.announce_report = bool(config.getoption("sandbox_report"))
+        report = config.getoption("sandbox_report") or config.getoption("sandbox_cli_report")
+        self.first_failure = bool(config.getoption("sandbox_first_failure"))
+        self.stopped = False
         self.report = (
             ResultsFile(
                 self.here / report,
@@ -234,6 +274,11 @@ class _Harness:
                 self.not_started.add(item.nodeid)
         return report
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> bool | None:
+        """With --sandbox-first-failure, the challenge tests after the first that failed are not run."""
+        return True if self.stopped and item.nodeid in self.refs else None
+
     def pytest_report_teststatus(
         self, report: pytest.TestReport
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
@@ -251,6 +296,7 @@ class _Harness:
         else:
             return
         self.outcomes[report.nodeid] = outcome
+        self.stopped = self.stopped or (self.first_failure and outcome != PASSED)
         if self.report is not None:
             self.report.record(report.nodeid, outcome, "" if outcome == PASSED else report.longreprtext)
 
@@ -317,7 +363,7 @@ class _Harness:
             terminalreporter.write_line(line)
         if self.impl_dir is None:
             terminalreporter.write_line(self._next_step(tallies))
-        if self.report is not None:
+        if self.report is not None and self.announce_report:
             terminalreporter.write_line(f"Results written to {self._shown(self.report.path)}")
 
     def _next_step(self, tallies: dict[str, Tally]) -> str:

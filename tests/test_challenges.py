@@ -36,6 +36,7 @@ NAMES = [
     "07_failing_tools",
     "08_async",
     "09_keep_the_whole_turn",
+    "10_retry_without_repeating",
 ]
 # pytester re-imports hypothesis for every inner run unless its plugin is off; the rewrite warning
 # only says the outer run imported the plugin's package first.

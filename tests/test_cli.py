@@ -238,14 +238,17 @@ def test_serve_builds_the_engine_from_its_options(
 ) -> None:
     served: dict[str, Any] = {}
 
-    def fake_serve(engine: sandbox.Engine, *, host: str, port: int, ready: Callable[[], None]) -> None:
-        served.update(engine=engine, host=host, port=port)
+    def fake_serve(
+        engine: sandbox.Engine, *, host: str, port: int, cors_origins: Any, ready: Callable[[], None]
+    ) -> None:
+        served.update(engine=engine, host=host, port=port, cors_origins=cors_origins)
         ready()  # the port is bound: the banner follows
 
     monkeypatch.setattr(sandbox.cli, "serve", fake_serve)
     assert main(["serve", "--port", "9001", "--scenario", "runaway", "--budget", "7"]) == 0
     assert (served["host"], served["port"], served["engine"].budget) == ("127.0.0.1", 9001, 7)
     assert served["engine"].pinned.name == "runaway"
+    assert served["cors_origins"] == ("*",)  # any page may call it, as the real APIs allow
     out = capsys.readouterr().out
     assert out.startswith("Serving the sandbox at http://127.0.0.1:9001 (Ctrl-C to stop).")
     assert "Every request plays scenario 'runaway'." in out
@@ -257,8 +260,9 @@ def test_serve_builds_the_engine_from_its_options(
         (["--scenario", "nope"], "sandbox: error: No scenario named 'nope'."),
         (["--scenarios", "no/such/dir"], "sandbox: error: --scenarios no/such/dir: no such folder"),
         (["--budget", "0"], "sandbox: error: budget=0: use a whole number of requests, at least 1."),
+        (["--cors-origin", "localhost:3000"], "sandbox: error: --cors-origin localhost:3000: an origin is"),
     ],
-    ids=["scenario", "scenarios", "budget"],
+    ids=["scenario", "scenarios", "budget", "cors-origin"],
 )
 def test_serve_bad_options_have_clear_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", *args]) == 2

@@ -4,6 +4,7 @@ the wire, deterministically, through the skyl client."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,7 @@ def test_scenario_faults_need_a_request_number() -> None:
 
 
 def test_step_fault_plays_on_each_attempt_then_the_step_answers(provider: str) -> None:
-    transport = sandbox.transport(_flaky(step_fault=Fault("overloaded", times=2)))
+    transport = sandbox.transport(_flaky(step_fault=Fault("overloaded", times=2, retry_after=0)))
     client = skyl.Client(provider, transport=transport)
     request = scenario_request("single_call")
     request.model = "flaky"
@@ -154,7 +155,19 @@ def test_faults_play_per_request_number_within_each_conversation(provider: str) 
     with pytest.raises(sandbox.ProviderError) as info:
         client.complete(request)
     assert (info.value.status, info.value.retry_after) == (429, 0.02)
+    time.sleep(info.value.retry_after)
     assert "18C, clear" in client.complete(request).text()
+
+
+def test_a_retry_before_the_hint_has_passed_is_still_refused(provider: str) -> None:
+    """As on the real API: coming back early gets the same error again, and counts as no attempt."""
+    transport = sandbox.transport(faults=[Fault("rate_limit", retry_after=0.2)])
+    client = skyl.Client(provider, transport=transport)
+    for _ in range(3):
+        with pytest.raises(sandbox.ProviderError, match="429"):
+            client.complete(scenario_request("single_call"))
+    errors = [exchange.error for exchange in transport.journal]
+    assert [getattr(error, "early", None) for error in errors] == [False, True, True]
 
 
 def test_faulted_answers_are_byte_identical_across_engines(provider: str) -> None:

@@ -8,7 +8,9 @@ what a learner and an instructor see: the verdicts, the rule named, the exit sta
 from __future__ import annotations
 
 import json
+import logging
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -296,6 +298,23 @@ print(answer)
     assert "nothing else on stdout; write anything else to stderr" in output
 
 
+def test_closing_the_endpoint_with_a_connection_still_open_prints_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A program's kept-alive connection can outlive it by a moment: the endpoint closes it quietly (it
+    once printed an asyncio CancelledError traceback inside a passing grade)."""
+    caplog.set_level(logging.DEBUG, logger="asyncio")
+    endpoint = Endpoint()
+    with socket.create_connection(("127.0.0.1", endpoint.port), timeout=30) as sock:
+        sock.sendall(b"GET /no-such-door/tools HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            reply += sock.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 404")  # answered, and now idle, waiting for the next request
+        endpoint.close()
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
 def test_a_program_that_never_asks_the_model_is_told_what_to_send(capsys: pytest.CaptureFixture[str]) -> None:
     status, out = grade(capsys, "6", "--wire", "openai", "--", sys.executable, "-c", "raise SystemExit('no key')")
     assert status == 1
@@ -321,9 +340,9 @@ def test_a_challenge_without_program_cases_says_which_have_them(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     root = tmp_path / "challenges"
-    (root / "09_new_topic").mkdir(parents=True)
-    (root / "hints.toml").write_text('[[challenge]]\nname = "09_new_topic"\ntitle = "New"\n')
-    assert main(["grade", "9", "--dir", str(root), "--", "x"]) == 2
+    (root / "10_new_topic").mkdir(parents=True)
+    (root / "hints.toml").write_text('[[challenge]]\nname = "10_new_topic"\ntitle = "New"\n')
+    assert main(["grade", "10", "--dir", str(root), "--", "x"]) == 2
     err = capsys.readouterr().err
-    assert "09_new_topic grades Python code only so far. A program is graded on:" in err
-    assert "- 8: 08_async" in err
+    assert "10_new_topic grades Python code only so far. A program is graded on:" in err
+    assert "- 9: 09_keep_the_whole_turn" in err

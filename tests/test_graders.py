@@ -91,6 +91,7 @@ PROVIDER_REFUSED = r"the provider refused request 2, and complete\(\) sent \d mo
     r"Catch the tool's failure, not the provider's"
 )
 SHARED_KEY = r"Two calls of get_\w+ share the key 'get_\w+', so the second overwrote the first"
+SWAPPED = r"Nothing was lost: the outputs of .* are swapped"
 FROM_MESSAGE_END = (
     r"rebuilt a different turn .*- usage: Usage\(input_tokens=0, output_tokens=0\), expected .*\(from MessageEnd\)"
 )
@@ -100,6 +101,12 @@ WHOLE_STREAM = r"A streamed turn goes back whole: rebuild every part the stream 
 KEEPS = "test_complete_keeps_the_whole_turn"
 REASONING_PROVIDERS = ("openai-responses", "anthropic", "gemini")
 REPORT = "test_the_error_names_the_bound_and_the_calls[*]"
+RETRY = r"Retry a 429, 529 or 503 \(and a connection that broke\) after the provider's hint"
+NO_REPEAT = r"A retry sends the same conversation again"
+GIVE_UP = r"Give up after a few attempts, with an error that names the status"
+FAULTED = ("test_retries_a_rate_limit_and_an_overload[*]", "test_retries_a_503[*]")
+CUT = "test_discards_an_answer_cut_before_its_end"
+GIVES_UP = "test_gives_up_with_an_error_that_says_why[*]"
 ASYNC_PLAIN = (
     "test_runs_the_calls_of_a_turn_concurrently[*]",
     "test_finishes_the_task[*]",
@@ -334,13 +341,39 @@ MUTANTS: dict[str, Mutant] = {
     "05_uses_skyl_collector": Mutant((caught("*", says=r"off limits here\. Write your own collect_stream"),)),
     "05_complete_not_streaming": Mutant((caught("test_complete_*", says=r"without streaming.*" + STREAM),)),
     "05_unbounded": Mutant((caught("test_complete_is_still_bounded[*]", says=RUNAWAY),)),
+    "05_text_after_calls": Mutant(
+        (
+            caught(
+                f"{COLLECT}[single_call-*]",
+                f"{COLLECT}[no_arguments-*]",
+                f"{COLLECT}[stop_reason_mismatch-*]",
+                says=r"part order: calls, text; expected text, calls: keep the parts in the order the stream "
+                r"sent them.*" + STREAM,
+            ),
+            # Anthropic refuses the turn; the transcript shows it as sent, its text after its call.
+            caught(
+                "test_complete_streams_every_turn[single_call-anthropic]",
+                says=r"-> 1 assistant calls get_weather\(city='Paris'\) \[toolu_\w+\] \"Let me check the weather",
+            ),
+        )
+    ),
     # Anthropic streams a call without arguments as one empty fragment, which skyl drops: the buffer is "".
     "05_loads_empty_arguments": Mutant(
         (
             caught(
                 f"{COLLECT}[no_arguments-anthropic]",
                 "test_complete_streams_every_turn[no_arguments-anthropic]",
-                says=r"raised JSONDecodeError",
+                says=r"raised JSONDecodeError.*json\.loads was given '': an empty string: a call without arguments "
+                r"may stream no ToolCallDelta at all",
+            ),
+        )
+    ),
+    "05_overwrites_arguments": Mutant(
+        (
+            caught(
+                *(f"{COLLECT}[single_call-{provider}]" for provider in ("openai", "openai-responses", "anthropic")),
+                says=r"raised JSONDecodeError.*json\.loads was given 'is\"}': not one whole JSON document: were a "
+                r"call's fragments joined \(\+=\), or did each one overwrite the last \(=\).*" + FRAGMENTS,
             ),
         )
     ),
@@ -451,6 +484,26 @@ MUTANTS: dict[str, Mutant] = {
     "08_unbounded": Mutant((caught("test_raises_once_the_bound_is_hit[*]", says=RUNAWAY),)),
     "08_results_first": Mutant((caught(*ASYNC_PLAIN, says=TURN_FIRST),)),
     "08_results_by_name": Mutant((caught("test_runs_the_calls_of_a_turn_concurrently[*]", says=OWN_OUTPUT),)),
+    "08_as_completed_zip": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[parallel_rounds-*]",
+                says=r"Nothing was lost: the outputs of get_weather\(city='Lisbon'\) and get_weather\(city='Oslo'\) "
+                r"are swapped\..*asyncio\.as_completed",
+            ),
+        )
+    ),
+    "08_batches_of_two": Mutant(
+        (
+            caught(
+                "test_runs_the_calls_of_a_turn_concurrently[parallel_calls-*]",
+                says=r"ran the calls of turn 1 at most 2 at a time \(of 3\).*and only 1 did",
+            ),
+        )
+    ),
+    "08_semaphore_of_four": Mutant(
+        (caught("test_any_task_runs_each_turn_concurrently[*]", says=r"at most 4 at a time \(of [5-8]\)"),)
+    ),
     "08_exception_text_as_result": Mutant(
         (caught("test_a_failing_call_becomes_an_error_result[*]", says=r"get_weather\(city='Tokyo'\) .*" + UNMARKED),)
     ),
@@ -478,10 +531,69 @@ MUTANTS: dict[str, Mutant] = {
     "09_reasoning_after_calls": Mutant(
         (
             caught(f"{KEEPS}[*-openai-responses]", f"{KEEPS}[*-anthropic]", says=WHOLE),
+            # The transcript shows the turn as it was sent: the reasoning after the calls.
+            caught(
+                f"{KEEPS}[complete-multi_step_reasoning-openai-responses]",
+                f"{KEEPS}[complete-multi_step_reasoning-anthropic]",
+                says=r"-> 1 assistant calls find_restaurant\(city='Lyon', cuisine='bistro'\) \[\w+\] \[reasoning x\d\]",
+            ),
             # Gemini carries a signature on a call part: after one call, last is still first.
             caught(f"{KEEPS}[*-parallel_calls_reasoning-gemini]", says=WHOLE),
             caught(
                 *(f"test_collect_stream_keeps_the_reasoning[{p}]" for p in REASONING_PROVIDERS), says="order of parts"
+            ),
+        )
+    ),
+    # 10: retry without repeating yourself
+    "10_no_retry": Mutant(
+        (
+            caught(*FAULTED, f"{CUT}[*]", says=r"That is one the provider asks you to retry.*" + RETRY),
+            caught(GIVES_UP, says=r"without retrying once.*" + RETRY),
+        )
+    ),
+    "10_retries_only_429": Mutant(
+        (caught("test_retries_a_503[*]", f"{CUT}[*]", says=r"That is one the provider asks you to retry.*" + RETRY),)
+    ),
+    "10_retries_400": Mutant(
+        (caught("test_never_retries_a_400[*]", says=r"the provider refused request 2, and complete\(\) sent \d more"),)
+    ),
+    # An immediate retry is refused only while the 30 ms hint runs: on a stalled machine it can come later.
+    "10_ignores_hint": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]",
+                says=r"again before the 30 ms the provider asked for.*" + RETRY,
+                gap="an immediate retry delayed past the 30 ms hint by the scheduler is not caught",
+                flaky=True,
+            ),
+        )
+    ),
+    "10_unbounded_retries": Mutant(
+        (caught(GIVES_UP, says=r"sent one request \d+ times; give up after 3 attempts.*" + GIVE_UP),)
+    ),
+    "10_vague_give_up": Mutant(
+        (caught(GIVES_UP, says=r"It should also name: - the status the provider sent .*- the number of attempts"),)
+    ),
+    "10_turn_twice": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]", says=r"and the request after it carried .*" + NO_REPEAT
+            ),
+        )
+    ),
+    "10_reruns_tools": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]",
+                says=r"ran \w+\(.*\) 2 times, but the model asked for it 1 time.*" + NO_REPEAT,
+            ),
+        )
+    ),
+    "10_keeps_half_turn": Mutant(
+        (
+            caught(
+                *(f"{CUT}[stream-{provider}]" for provider in ("openai", "openai-responses", "anthropic")),
+                says=r"returned after a connection that broke .*" + NO_REPEAT,
             ),
         )
     ),

@@ -42,13 +42,15 @@ def test_05_readme_shows_how_to_build_a_response_by_hand() -> None:
 
 def test_06_says_what_skyl_reports_for_gemini() -> None:
     """The lesson: a Gemini turn with a call reports StopToolUse, whatever its finishReason. skyl does so,
-    and 06's README and hints say it the same way, never that the stop reason reads STOP."""
+    and 06's README, hints and feedback say it the same way, never that the stop reason reads STOP."""
     scenario = sandbox.get_scenario("stop_reason_mismatch")
     client = skyl.Client("gemini", transport=sandbox.transport())
     resp = client.complete(skyl.Request(scenario.name, [skyl.user_text(scenario.prompt)], tools=scenario.tools))
     assert resp.tool_calls() and resp.raw["candidates"][0]["finishReason"] == "STOP"
     assert resp.stop_reason is skyl.StopReason.TOOL_USE
-    for text in [_readme("06_detect_the_end"), *_hints("06_detect_the_end")]:
+    from sandbox.grading.judge._lessons import END
+
+    for text in [_readme("06_detect_the_end"), *_hints("06_detect_the_end"), END.rule, END.hint]:
         for sentence in re.split(r"(?<=[.:;])\s", " ".join(text.split())):
             if "Gemini" in sentence and "STOP" in sentence:
                 assert "StopReason.TOOL_USE" in sentence, sentence

@@ -31,7 +31,7 @@ def test_marker_sets_the_budget(sandbox_mock):
     assert ask("x")[0] == 400  # single_call needs tools: the sandbox says so
     assert sandbox_mock.journal.last.error.rule.value == "missing_tool"
 
-@pytest.mark.sandbox("plain_text", faults="rate_limit@1")
+@pytest.mark.sandbox("plain_text", faults="rate_limit@1:retry_after=0")
 def test_marker_scripts_a_fault(sandbox_mock):
     status, body = ask("x")
     assert (status, body["error"]["code"]) == (429, "rate_limit_exceeded")

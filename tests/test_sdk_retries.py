@@ -23,7 +23,7 @@ def _options(provider: str, transport: sandbox.Httpx2Transport | None = None, ba
     if provider == "gemini":
         from google.genai import types
 
-        options["retry_options"] = types.HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.02, jitter=0)
+        options["retry_options"] = types.HttpRetryOptions(attempts=3, initial_delay=0.03, max_delay=0.03, jitter=0)
     else:
         options["max_retries"] = 2
     return options

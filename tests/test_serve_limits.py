@@ -24,7 +24,7 @@ import pytest
 import uvicorn
 
 import sandbox
-from sandbox._asgi import QuietLog
+from sandbox.server import QuietLog
 from tests.test_reliability_server import ROOT, _free_port, _wait_until_up
 
 resource = pytest.importorskip("resource")

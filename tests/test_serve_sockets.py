@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import json
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
 
+import sandbox
+from sandbox.grading.boundary._endpoint import Endpoint
 from tests.test_reliability_server import ROOT, _free_port, _wait_until_up
 
 _SERVE = "import sys, sandbox; sandbox.serve(sandbox.Engine(budget=10**6), host='127.0.0.1', port=int(sys.argv[1]))"
@@ -111,5 +113,44 @@ def test_a_kept_alive_round_trip_takes_no_longer_than_a_fresh_connection(port: i
             fresh.append(_fresh(port, request(1000 + index, stream=stream)))
             kept.append(round_trip(sock, request(index, stream=stream)))
     # A fresh connection does more (a handshake, an accept): the kept one must not be slower. The
-    # stall this catches is a fixed ~40 ms per answer against a few ms, far past any noise.
-    assert statistics.median(kept) <= 1.5 * statistics.median(fresh), (kept, fresh)
+    # stall this catches is a fixed ~40 ms on every kept-alive request against a few ms, so even the
+    # fastest kept round trip would be slower than the fastest fresh one; comparing the fastest of
+    # each keeps a loaded machine's hiccups out of the ratio.
+    assert min(kept) <= 2 * min(fresh), (kept, fresh)
+
+
+class _EngineDoor:
+    """A grading conversation's door over a plain engine (the grader's own door needs a whole run)."""
+
+    def __init__(self) -> None:
+        self.engine = sandbox.Engine(budget=10**6)
+
+    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]:
+        exchange = self.engine.handle(method, path, body, query=query)
+        return exchange.status, exchange.headers, exchange.body
+
+    async def tool(self, payload: Any) -> Mapping[str, Any]:
+        return {"output": ""}
+
+
+def test_the_grading_endpoint_answers_a_kept_alive_request_as_fast_as_a_fresh_one() -> None:
+    """Learner programs under `sandbox grade` keep their connections too (Node's fetch, Go's client)."""
+    endpoint = Endpoint()
+    try:
+        base = endpoint.open(_EngineDoor())
+        port = int(base.rsplit(":", 1)[1].split("/", 1)[0])
+        token = base.rsplit("/", 1)[1]
+
+        def raw(index: int) -> bytes:
+            return request(index).replace(b"POST /v1/", f"POST /{token}/v1/".encode(), 1)
+
+        kept: list[float] = []
+        fresh: list[float] = []
+        with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as sock:
+            round_trip(sock, raw(0))
+            for index in range(1, ROUNDS + 1):
+                fresh.append(_fresh(port, raw(1000 + index)))
+                kept.append(round_trip(sock, raw(index)))
+    finally:
+        endpoint.close()
+    assert min(kept) <= 2 * min(fresh), (kept, fresh)

@@ -23,6 +23,8 @@ class FaultError(WireError):
         super().__init__(status, body, message=message, rule=Rule.FAULT, headers=headers)
         self.fault = applied.fault
         self.attempt = applied.attempt
+        self.early = applied.early
+        """The request came back before the previous retry hint had passed."""
 
 
 def _status(fault: Fault, provider: str) -> int:
@@ -43,19 +45,26 @@ def shape(
     fault: Fault, provider: str, chunks: tuple[bytes, ...], *, stream: bool
 ) -> tuple[tuple[bytes, ...], Delivery]:
     """The answer's chunks as `fault` breaks them, and how to deliver them. A plain (JSON) answer is
-    one chunk: `truncated` sends its first half, `cut` closes before it (or after half, `after` >= 1)."""
+    one chunk: `truncated` sends its first half, `cut` closes before it (or after half, `after` >= 1).
+    A stream of `after` frames or fewer still loses its end (a cut breaks off inside its last frame):
+    a broken answer never arrives whole."""
     if fault.kind == "latency":
         return chunks, Delivery(first_byte=fault.first_byte, between=fault.between)
     keep = fault.frames_before_break()
     if not stream:
         body = chunks[0] if chunks else b""
-        half = (body[: len(body) // 2],)
-        if fault.kind == "cut":
-            return (half, Delivery(cut_after=1)) if keep else (chunks, Delivery(cut_after=0))
-        return half, Delivery()
+        halves = (body[: len(body) // 2], body[len(body) // 2 :])
+        if fault.kind == "cut":  # the whole body announced, half of it sent
+            return (halves, Delivery(cut_after=1)) if keep else (chunks, Delivery(cut_after=0))
+        return halves[:1], Delivery()
+    if fault.kind == "cut" and keep and len(chunks) <= keep:  # too short: break off inside the last frame
+        last = chunks[-1] if chunks else b""
+        chunks = (*chunks[:-1], last[: len(last) // 2], last[len(last) // 2 :])
+        return chunks, Delivery(cut_after=len(chunks) - 1)
+    keep = min(keep, max(len(chunks) - 1, 0))
     sent = list(chunks[:keep])
     if fault.kind == "stream_error":
         return (*sent, *_BODIES[provider].stream_error(provider, sent)), Delivery()
     if fault.kind == "truncated":
         return tuple(sent), Delivery()
-    return chunks, Delivery(cut_after=min(keep, len(chunks)))
+    return chunks, Delivery(cut_after=keep)

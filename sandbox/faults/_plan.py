@@ -3,8 +3,10 @@
 The history is the engine's only state, and a retry resends the same history, so a fault that played
 on "request 2" would play on every retry of it. The plan therefore counts attempts: per sender and
 per exact request body, the faults for that request play in order, one per attempt (`times` each),
-and the attempt after them gets the script's answer. The count forgets a request after `window`
-seconds of quiet, so re-running a suite against one `sandbox serve` plays its faults again.
+and the attempt after them gets the script's answer. An error fault's retry hint holds, as on the
+real API: a retry that arrives before the hint has passed gets the same error again, and counts as
+no attempt (`Applied.early`). The count forgets a request after `window` seconds of quiet, so
+re-running a suite against one `sandbox serve` plays its faults again.
 
 The sender is the door's caller key (thread and task in process), or for an HTTP door the client's
 address without its port: a client whose connection was cut retries on a new connection.
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 from .._exceptions import ScenarioError
 from ._spec import Fault
+from ._statuses import sends_hint
 
 __all__ = ["Applied", "FaultPlan"]
 
@@ -34,6 +37,8 @@ class Applied:
     fault: Fault
     attempt: int
     """1 for the first time this request arrived."""
+    early: bool = False
+    """The request came back before the previous answer's retry hint had passed."""
 
 
 class FaultPlan:
@@ -49,7 +54,7 @@ class FaultPlan:
             self.check_request(fault, where="faults=")
         self._window = window
         self._size = size
-        self._seen: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._seen: OrderedDict[str, tuple[int, float, _Hold | None]] = OrderedDict()
         self._lock = threading.Lock()
 
     def check_request(self, fault: Fault, *, where: str) -> None:
@@ -72,23 +77,42 @@ class FaultPlan:
         ]
         if not candidates:
             return None
-        attempt = self._count(f"{_sender(client)}\0{digest}")
-        left = attempt
-        for fault in candidates:
-            if left <= fault.times:
-                return Applied(fault, attempt)
-            left -= fault.times
-        return None
-
-    def _count(self, key: str) -> int:
+        key = f"{_sender(client)}\0{digest}"
         now = time.monotonic()
         with self._lock:
-            seen, last = self._seen.pop(key, (0, now))
-            seen = seen + 1 if now - last <= self._window else 1
-            self._seen[key] = (seen, now)
-            if len(self._seen) > self._size:
-                self._seen.popitem(last=False)
-            return seen
+            seen, last, held = self._seen.pop(key, (0, now, None))
+            if seen and now - last > self._window:
+                seen, held = 0, None
+            if held is not None and now < held.until:
+                self._keep(key, (seen, now, held))
+                return Applied(held.fault, seen, early=True)
+            seen += 1
+            applied = _nth(candidates, seen)
+            hint = (
+                applied.fault.retry_after if applied is not None and sends_hint(provider, applied.fault.kind) else 0.0
+            )
+            self._keep(key, (seen, now, _Hold(applied.fault, now + hint) if applied and hint else None))
+            return applied
+
+    def _keep(self, key: str, value: tuple[int, float, _Hold | None]) -> None:
+        self._seen[key] = value
+        if len(self._seen) > self._size:
+            self._seen.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class _Hold:
+    fault: Fault
+    until: float
+
+
+def _nth(candidates: list[Fault], attempt: int) -> Applied | None:
+    left = attempt
+    for fault in candidates:
+        if left <= fault.times:
+            return Applied(fault, attempt)
+        left -= fault.times
+    return None
 
 
 def _sender(client: str) -> str:

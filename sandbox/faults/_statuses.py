@@ -15,7 +15,7 @@ in the wire references: [SDK] read in the official SDK, [ISSUE] quoted in a publ
 
 from __future__ import annotations
 
-__all__ = ["allowed"]
+__all__ = ["allowed", "sends_hint"]
 
 _OPENAI = {"rate_limit": (429,), "overloaded": (503,), "server_error": (500, 503)}
 _STATUSES: dict[str, dict[str, tuple[int, ...]]] = {
@@ -29,3 +29,9 @@ _STATUSES: dict[str, dict[str, tuple[int, ...]]] = {
 def allowed(provider: str, kind: str) -> tuple[int, ...]:
     """The statuses `provider` answers `kind` with, its usual one first; () for a kind without a status."""
     return _STATUSES[provider].get(kind, ())
+
+
+def sends_hint(provider: str, kind: str) -> bool:
+    """Whether `provider`'s answer to `kind` carries a retry hint: OpenAI and Anthropic send headers on
+    every error fault; Gemini's only hint is a 429's RetryInfo (`faults/gemini.py`)."""
+    return kind in ("rate_limit", "overloaded", "server_error") and (provider != "gemini" or kind == "rate_limit")

@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import socket
 import threading
 from collections.abc import Awaitable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..._engine import DEFAULT_MAX_BODY
+from ..._engine import DEFAULT_MAX_BODY, Exchange
+from ..._tcp import quick_ack, tcp_socket
+from ...faults import Delivery
 
 __all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 
@@ -34,7 +35,9 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Payload Too L
 class Door(Protocol):
     """What one conversation serves: model requests, and tool runs."""
 
-    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]: ...
+    def model(
+        self, method: str, path: str, body: bytes, query: str
+    ) -> tuple[int, Mapping[str, str], bytes] | Exchange: ...
 
     def tool(self, payload: Any) -> Awaitable[Mapping[str, Any]]: ...
 
@@ -44,13 +47,36 @@ class _Reply:
     status: int
     headers: Mapping[str, str]
     chunks: tuple[bytes, ...]
+    delivery: Delivery | None = None
+    """A scripted fault's latency or cut connection (`sandbox.faults`)."""
 
-    def encode(self) -> bytes:
+    def head(self) -> bytes:
         body = b"".join(self.chunks)
         head = [f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Error')}"]
         head += [f"{name}: {value}" for name, value in self.headers.items() if name.lower() != "content-length"]
         head.append(f"content-length: {len(body)}")
-        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+
+    def encode(self) -> bytes:
+        return self.head() + b"".join(self.chunks)
+
+    async def deliver(self, writer: asyncio.StreamWriter) -> bool:
+        """Write the reply as its fault says; False: the connection was cut and must close."""
+        delivery = self.delivery
+        assert delivery is not None
+        if delivery.first_byte:
+            await asyncio.sleep(delivery.first_byte)
+        if delivery.cut_after == 0:
+            return False
+        writer.write(self.head())
+        for index, chunk in enumerate(self.chunks):
+            if index == delivery.cut_after:
+                return False
+            if index and delivery.between:
+                await writer.drain()
+                await asyncio.sleep(delivery.between)
+            writer.write(chunk)
+        return delivery.cut_after is None
 
 
 def _json(status: int, data: Any) -> _Reply:
@@ -63,7 +89,8 @@ class Endpoint:
     def __init__(self, max_body: int = DEFAULT_MAX_BODY) -> None:
         self._doors: dict[str, Door] = {}
         self._max_body = max_body
-        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket = tcp_socket()  # sends at once; and each read is acknowledged at once (`quick_ack`)
+        self._socket.bind(("127.0.0.1", 0))
         self.port: int = self._socket.getsockname()[1]
         self._loop = asyncio.new_event_loop()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -121,6 +148,7 @@ class Endpoint:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except asyncio.IncompleteReadError:
                     return  # the client closed the connection between requests
+                quick_ack(writer.get_extra_info("socket"))  # a body sent after its head: wanted now
                 method, target, headers = _parse_head(head)
                 body = await _read_body(reader, headers, self._max_body)
                 reply = _json(413, {"error": {"message": "request body too large"}}) if body is None else None
@@ -130,12 +158,24 @@ class Endpoint:
                         reply = await self._dispatch(method, target, body)
                     except Exception as exc:  # noqa: BLE001 - a door must answer, whatever went wrong
                         reply = _json(500, {"error": {"message": f"sandbox internal error: {exc!r}"}})
-                writer.write(reply.encode())
-                await writer.drain()
+                if reply.delivery is not None:
+                    whole = await reply.deliver(writer)
+                    await writer.drain()
+                    if not whole:
+                        return
+                else:
+                    writer.write(reply.encode())
+                    await writer.drain()
                 if body is None or headers.get("connection", "").lower() == "close":
                     return
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
             return  # a malformed or abandoned request: drop the connection
+        except asyncio.CancelledError:
+            # `close()` cancels a connection still waiting for its next request (a program's kept-alive
+            # socket the kernel had not yet reported closed). End quietly rather than cancelled: Python
+            # 3.11's StreamReaderProtocol calls task.exception() on the finished task, which raises for a
+            # cancelled one and prints a CancelledError traceback in the middle of the grader's output.
+            return
         finally:
             self._writers.discard(writer)
             writer.close()
@@ -153,7 +193,10 @@ class Endpoint:
             except (ValueError, RecursionError):
                 return _json(400, {"error": {"message": "sandbox: a tool run takes a JSON body"}})
             return _json(200, dict(await door.tool(payload)))
-        status, headers, content = door.model(method, rest, body, query)
+        answer = door.model(method, rest, body, query)
+        if isinstance(answer, Exchange):
+            return _Reply(answer.status, answer.headers, answer.chunks, answer.delivery)
+        status, headers, content = answer
         return _Reply(status, headers, (content,))
 
 

@@ -16,6 +16,7 @@ import builtins
 import dataclasses
 import enum
 import hashlib
+import json
 import reprlib
 import traceback
 from collections.abc import Callable, Mapping
@@ -46,6 +47,8 @@ _CHAIN = 8
 """Exceptions kept along a `__cause__`/`__context__` chain: enough to find a failing tool behind a wrap."""
 _FRAMES = 8
 _MESSAGE = 2000
+_PARSED = 300
+"""Characters kept of the text a JSONDecodeError failed on: the feedback shows what json.loads was given."""
 
 
 class UnreadableValue(ValueError):
@@ -177,6 +180,8 @@ def _error(error: BaseException, source: Path, tag: Callable[[BaseException], Ma
         "frames": frames,
         **tag(error),
     }
+    if isinstance(error, json.JSONDecodeError) and isinstance(error.doc, str):
+        data["parsed"] = error.doc[:_PARSED]
     if left > 1:
         if error.__cause__ is not None:
             data["cause"] = _error(error.__cause__, source, tag, left - 1)
@@ -196,12 +201,15 @@ class RemoteError(Exception):
 
     frames: list[traceback.FrameSummary]
     flags: dict[str, bool]
+    parsed: str | None
+    """For a JSONDecodeError: the text it failed to parse (its first 300 characters)."""
 
     def __init__(self, message: str) -> None:
         Exception.__init__(self, message)
         self.message = message
         self.frames = []
         self.flags = {}
+        self.parsed = None
 
     def __str__(self) -> str:
         return self.message
@@ -244,6 +252,8 @@ def error_from_data(data: Any, *, depth: int = 0) -> RemoteError:
         for filename, lineno, name, line in _frames(data.get("frames"))
     ]
     error.flags = {key: value for key, value in data.items() if isinstance(value, bool)}
+    if isinstance(data.get("parsed"), str):
+        error.parsed = data["parsed"][:_PARSED]
     if depth < _CHAIN:
         if isinstance(data.get("cause"), dict):
             error.__cause__ = error_from_data(data["cause"], depth=depth + 1)

@@ -3,13 +3,14 @@ dialogues with the sandbox built for it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 import pytest
 
 from ..._scenario import Scenario
+from ...faults import Fault
 from ..boundary._endpoint import Endpoint
 from ..boundary._implementations import Implementations
 from ..boundary._protocol import ImplementationError
@@ -108,11 +109,19 @@ class Challenge:
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
         refuse: int | None = None,
+        faults: Sequence[Fault] = (),
     ) -> Dialogue:
         """A fresh conversation with `scenario` (a catalogue name, or a generated `Scenario`) on
-        `provider`'s wire format; see `Dialogue`."""
+        `provider`'s wire format; see `Dialogue`. `faults` script the provider failing (challenge 10)."""
         dialogue = Dialogue(
-            self, scenario, provider, mode=mode, failing=failing, unknown_tools=unknown_tools, refuse=refuse
+            self,
+            scenario,
+            provider,
+            mode=mode,
+            failing=failing,
+            unknown_tools=unknown_tools,
+            refuse=refuse,
+            faults=faults,
         )
         self._dialogues.append(dialogue)
         return dialogue

@@ -117,7 +117,7 @@ def check_history(
                 return Problem(
                     f"the result for {describe_call(call)} is {quote(result.content)}, but {produced} "
                     f"{quote(str(want))} for that call: each result must carry its own call's output."
-                    + _why_not_its_own(call, result.content, calls, expected),
+                    + _why_not_its_own(call, result.content, calls, _turn_contents(messages, index), expected),
                     at,
                 )
         extra = _result_at(messages, index + 1 + len(calls)) if calls else None
@@ -130,20 +130,48 @@ def check_history(
     return None
 
 
+def _turn_contents(messages: Sequence[Message], index: int) -> list[str | None]:
+    """What the results after the turn at `index` carry, position by position (None where none is)."""
+    results = (_result_at(messages, index + 1 + position) for position in range(len(messages[index].tool_calls())))
+    return [result.content if result is not None else None for result in results]
+
+
 def _why_not_its_own(
-    call: ToolCall, content: str, calls: Sequence[ToolCall], expected: Callable[[ToolCall], object]
+    call: ToolCall,
+    content: str,
+    calls: Sequence[ToolCall],
+    contents: Sequence[str | None],
+    expected: Callable[[ToolCall], object],
 ) -> str:
-    """The likely cause when a result carries another call's output: outputs kept by tool name."""
-    twins = [other for other in calls if other is not call and other.name == call.name]
-    if any(expected(other) == content for other in twins):
+    """The likely cause when a result carries another call's output: the outputs put in another order
+    (each still there once: collected as they finished, then zipped with the calls), or kept by tool
+    name (one call's output twice, the other's lost)."""
+    owners = [other for other in calls if other is not call and expected(other) == content]
+    if not owners:
+        return ""
+    wanted = sorted(str(expected(other)) for other in calls)
+    if sorted(str(got) for got in contents) == wanted:
+        mine = str(expected(call))
+        swapped = [other for other in owners if contents[calls.index(other)] == mine]
+        which = (
+            f"the outputs of {describe_call(call, with_id=False)} and {describe_call(swapped[0], with_id=False)} "
+            "are swapped"
+            if swapped
+            else "every output is there once, in another order than the calls"
+        )
+        return (
+            f" Nothing was lost: {which}. Were the outputs put in another order (collected as the calls "
+            "finished, with asyncio.as_completed or the done set of asyncio.wait, or sorted) and then paired "
+            "with the calls by position? Pair each call with its own output, in the order of "
+            "resp.tool_calls() (asyncio.gather returns them in that order)."
+        )
+    if any(other.name == call.name for other in owners) and contents.count(content) > 1:
         return (
             f" It is the output of another {call.name} call of the same turn: were the outputs kept in a dict "
             f"keyed by tool name? Two calls of {call.name} share the key {call.name!r}, so the second "
             "overwrote the first. Key them by call.id, or pair each call with its output in order."
         )
-    if any(expected(other) == content for other in calls if other is not call):
-        return " It is the output of another call of the same turn: pair each call with its own output."
-    return ""
+    return " It is the output of another call of the same turn: pair each call with its own output."
 
 
 def diagnose(messages: Sequence[Message]) -> Problem | None:

@@ -8,15 +8,17 @@ feedback that teaches (`_expectations.Expectations`, over `_verdicts.Verdicts`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
 import httpx
 import pytest
 
 from ... import _catalogue, _transport
+from ..._engine import Exchange
 from ..._scenario import Call, Scenario
 from ..._types import Request, Response, ToolCall, user_text
+from ...faults import Fault
 from ..boundary._marshal import (
     RemoteError,
     UnreadableValue,
@@ -33,6 +35,7 @@ from ._feedback import NotStarted
 from ._owner import LearnerFunction, Owner
 from ._probe import ConcurrencyProbe
 from ._refusal import RefusingTransport
+from ._retries import Retries
 
 __all__ = ["BUDGET", "Dialogue"]
 
@@ -48,7 +51,7 @@ def call_key(call: ToolCall) -> str:
     return repr(Call(call.name, dict(call.arguments)))
 
 
-class Dialogue(Expectations):
+class Dialogue(Retries, Expectations):
     """One scenario on one provider. Build it with `challenge.dialogue(...)`."""
 
     def __init__(
@@ -61,6 +64,7 @@ class Dialogue(Expectations):
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
         refuse: int | None = None,
+        faults: Sequence[Fault] = (),
     ) -> None:
         self.owner = owner
         self.mode = mode
@@ -68,7 +72,11 @@ class Dialogue(Expectations):
         """Whether the learner's code read the stream of `stream_for()` to its end."""
         self.scenario = scenario if isinstance(scenario, Scenario) else _catalogue.get_scenario(scenario)
         self.provider = provider
-        self.transport = _transport.transport(self.scenario, budget=BUDGET)
+        self.transport = _transport.transport(self.scenario, budget=BUDGET, faults=list(faults))
+        self.faults = tuple(faults)
+        """Scripted faults (challenge 10): then every tool run comes to the grader, which counts them."""
+        self.runs: list[str] = []
+        """The calls `run` ran, in order (`call_key`), when the grader answers them (`faults=`, async)."""
         self.refusing: RefusingTransport | None = None
         """With `refuse=N`, the provider refuses request N and every later one as too long (`_refusal`)."""
         if refuse is not None:
@@ -132,7 +140,7 @@ class Dialogue(Expectations):
 
     # -- the sandbox's door, served to the worker (on the endpoint's thread) -------------------------
 
-    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]:
+    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes] | Exchange:
         """One model request from the learner's client: answered by this dialogue's transport (the sandbox,
         or a provider refusing it), journaled there."""
         if self.refusing is not None:
@@ -141,7 +149,7 @@ class Dialogue(Expectations):
             return response.status_code, dict(response.headers), response.read()
         exchange = self.transport.engine.handle(method, path, body, query=query)
         self.journal.append(exchange)
-        return exchange.status, exchange.headers, exchange.body
+        return exchange
 
     async def tool(self, payload: Any) -> dict[str, Any]:
         """One `run(call)` from the learner's code: the output, or the error the tool raises."""
@@ -151,6 +159,7 @@ class Dialogue(Expectations):
             call = None
         if not isinstance(call, ToolCall):
             return {"error": {"type": "TypeError", "args": ["run() takes a skyl.ToolCall from resp.tool_calls()"]}}
+        self.runs.append(call_key(call))
         try:
             output = await self.probe.run(call) if self.probe is not None else self.output(call)
         except LookupError as error:  # KeyError too: an unknown tool
@@ -210,7 +219,8 @@ class Dialogue(Expectations):
         if argument is self.client:
             return {"kind": "client"}
         if argument is self.run:
-            return {"kind": "run", "tools": self._tools() if self.probe is None else None}
+            answered_here = self.probe is None and not self.faults  # faults: the grader counts every run
+            return {"kind": "run", "tools": self._tools() if answered_here else None}
         if argument is self.request:
             return {"kind": "request", "value": to_data(self.request)}
         if isinstance(argument, StreamHandle):

@@ -8,11 +8,10 @@ feedback, `Dialogue` above it runs the learner's code and sets the attributes de
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from ..._exceptions import ProviderError
-from ..._types import Request, Response, StopReason, ToolCall
+from ..._types import Request, Response, StopReason
 from ..boundary._marshal import learner_frames
 from ..boundary._runner import Outcome
 from ._checks import missing_from_report
@@ -36,6 +35,7 @@ from ._lessons import (
 )
 from ._owner import Owner
 from ._probe import ConcurrencyProbe
+from ._rebuilt import differences_from
 from ._refusal import RefusingTransport, refusal_text
 from ._transcript import describe_call, quote
 from ._verdicts import Verdicts, short
@@ -263,7 +263,7 @@ class Expectations(Verdicts):
         reference = stream.reference()
         if reference is None:
             self.fail(f"{self.function}() returned before reading the stream to its end.", lesson=STREAM)
-        differences = _differences(response, reference)
+        differences = differences_from(response, reference)
         if differences:
             reasoning = any(line.startswith(("reasoning", "order of parts")) for line in differences)
             self.fail(
@@ -291,9 +291,16 @@ class Expectations(Verdicts):
         if self.probe.one_at_a_time is not None:
             number, call = self.probe.one_at_a_time
             self.owner.record_sequential()
+            most, total = self.probe.at_once()
+            waited = f"run({describe_call(call)}) waited {self.probe.wait:g} s for the turn's other calls to start"
             self.fail(
-                f"{self.function}() ran the calls of turn {number} one at a time: run({describe_call(call)}) "
-                f"waited {self.probe.wait:g} s for the turn's other calls to start, and none did.",
+                f"{self.function}() ran the calls of turn {number} {self.probe.how_they_ran()}: "
+                + (
+                    f"{waited}, and none did."
+                    if most <= 1
+                    else f"{waited}, and only {most - 1} did: a semaphore or batches capped how many ran at "
+                    f"once. Start all {total} before awaiting any."
+                ),
                 lesson=CONCURRENT,
             )
 
@@ -350,47 +357,3 @@ class Expectations(Verdicts):
             f"{self.where} needs {needed} ({needed - 1} rounds of tool calls, then the answer). "
             "Legitimate tasks rarely need more than three rounds: bound the loop at 5, not fewer.",
         )
-
-
-def _differences(mine: Response, reference: Response) -> list[str]:
-    found = []
-    if mine.message.role != "assistant":
-        found.append(f"role: {mine.message.role!r}, expected 'assistant'")
-    if mine.text() != reference.text():
-        found.append(f"text: {quote(mine.text())}, expected {quote(reference.text())}")
-    want = [(call.id, call.name, dict(call.arguments)) for call in reference.tool_calls()]
-    calls = mine.tool_calls()
-    if not all(isinstance(call, ToolCall) for call in calls):
-        found.append("tool calls: build each one as skyl.ToolCall(id, name, arguments)")
-    elif not all(isinstance(call.arguments, Mapping) for call in calls):
-        found.append("tool calls: arguments must be a dict: parse the joined JSON fragments with json.loads")
-    else:
-        got = [(call.id, call.name, dict(call.arguments)) for call in calls]
-        if got != want:
-            found.append(
-                f"tool calls: [{', '.join(describe_call(call) for call in calls)}], expected "
-                f"[{', '.join(describe_call(call) for call in reference.tool_calls())}]"
-            )
-    found += _reasoning_differences(mine, reference)
-    # What MessageEnd carries: copied from the stream, never guessed from the calls.
-    for name in ("stop_reason", "usage", "model", "id"):
-        mine_value, carried = getattr(mine, name, None), getattr(reference, name)
-        if mine_value != carried:
-            found.append(f"{name}: {mine_value!r}, expected {carried!r} (from MessageEnd)")
-    return found
-
-
-def _reasoning_differences(mine: Response, reference: Response) -> list[str]:
-    """A reasoning model's turn: the same reasoning parts, unchanged, before the calls they led to."""
-    want = [part.data() for part in reference.message.reasoning()]
-    got = [part.data() for part in mine.message.reasoning()]
-    if got != want:
-        return [
-            f"reasoning: {len(got)} part(s), expected the {len(want)} the stream carried, unchanged "
-            "(each ReasoningEnd's event.reasoning)"
-        ]
-    order = [part.kind for part in mine.message.content if part.kind != "text"]
-    expected = [part.kind for part in reference.message.content if part.kind != "text"]
-    if got and order != expected:
-        return [f"order of parts: {', '.join(order)}; expected {', '.join(expected)}: reasoning first, as it arrived"]
-    return []

@@ -148,8 +148,10 @@ def lesson_for_diagnosis(kind: str) -> Lesson:
 # Lessons for what the grader sees in the journal rather than in a provider's error.
 END = Lesson(
     "Loop until resp.tool_calls() is empty: prefer the call list over the stop reason.",
-    "The stop reason can disagree with the call list (a turn cut at max_tokens can still carry calls; "
-    "Gemini says STOP either way). Decide with resp.tool_calls(), not resp.stop_reason.",
+    "The stop reason can disagree with the call list (a turn cut at max_tokens can still carry calls, and "
+    "an answer can claim tool_use with none; on Gemini, whose finishReason says STOP either way, skyl "
+    "reports StopReason.TOOL_USE for any turn with a call). Decide with resp.tool_calls(), not "
+    "resp.stop_reason.",
 )
 BOUND = Lesson(
     _BOUND,

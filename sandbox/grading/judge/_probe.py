@@ -27,6 +27,9 @@ class _Turn:
     started: asyncio.Event = field(default_factory=asyncio.Event)
     finished: dict[int, asyncio.Event] = field(default_factory=dict)
     claimed: set[int] = field(default_factory=set)
+    running: int = 0
+    most: int = 0
+    """The most of its calls that were in flight at once."""
 
     def position(self, call: ToolCall) -> int:
         """The call's place in the turn, by name and arguments: Gemini's ids are the client's own."""
@@ -46,8 +49,20 @@ class ConcurrencyProbe:
         self._journal = journal
         self._output = output
         self._turns: dict[int, _Turn] = {}
+        self._at_once = (0, 0)
         self.one_at_a_time: tuple[int, ToolCall] | None = None
-        """The turn (its request number) and the call that waited in vain for its siblings."""
+        """The turn (its request number) and the call that waited in vain for its siblings: the turn
+        did not have all its calls in flight at once (`at_once` says how many it had)."""
+
+    def at_once(self) -> tuple[int, int]:
+        """For the turn that was not concurrent: the most of its calls in flight at once, and how many it
+        had (1 of 3 for a loop that awaits each call; 2 of 3 for batches of two)."""
+        return self._at_once
+
+    def how_they_ran(self) -> str:
+        """The turn that was not concurrent, in words: 'one at a time' or 'at most 2 at a time (of 3)'."""
+        most, total = self.at_once()
+        return "one at a time" if most <= 1 else f"at most {most} at a time (of {total})"
 
     async def run(self, call: ToolCall) -> str:
         """One call's run, on the endpoint's event loop: its output once its turn's ordering allows."""
@@ -56,6 +71,14 @@ class ConcurrencyProbe:
         calls = last.turn.message.tool_calls() if last is not None and last.turn is not None else []
         turn = self._turns.setdefault(number, _Turn(calls))
         position = turn.position(call)
+        turn.running += 1
+        turn.most = max(turn.most, turn.running)
+        try:
+            return await self._run(call, turn, number, position)
+        finally:
+            turn.running -= 1
+
+    async def _run(self, call: ToolCall, turn: _Turn, number: int, position: int) -> str:
         if len(turn.claimed) >= len(turn.calls):
             turn.started.set()
         if self.one_at_a_time is None:
@@ -63,6 +86,9 @@ class ConcurrencyProbe:
                 await asyncio.wait_for(turn.started.wait(), self.wait)
             except asyncio.TimeoutError:
                 self.one_at_a_time = (number, call)
+                # Counted now: a cap lets no more start while these wait, and a replay of the same
+                # example that overlaps must not rewrite what this run did.
+                self._at_once = (turn.most, len(turn.calls))
         if self.one_at_a_time is None and position + 1 < len(turn.calls):
             later = turn.finished.setdefault(position + 1, asyncio.Event())
             try:

@@ -1,12 +1,14 @@
 """Grading from the command line: pytest in a subprocess (a hanging learner cannot take the CLI with
-it), and the progress the plugin records in the state file.
+it), and the progress the plugin records in the state file. `sandbox watch` grades each save in a warm
+grader (`_warm`), a subprocess that stays loaded between saves.
 
 Whether a run passed is read from the grader's own tallies (the report it writes in a private
-folder), never from pytest's exit status alone."""
+folder, whose path is not printed), never from pytest's exit status alone."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -17,8 +19,13 @@ from pathlib import Path
 from ._meta import ChallengeInfo
 from ._state import State
 from ._summary import Tally, challenge_lines
+from ._warm import WarmGrader, forget_test_modules
 
-__all__ = ["Progress", "pytest_command"]
+__all__ = ["CLEAR", "Progress", "pytest_command"]
+
+CLEAR = "\033[H\033[2J\033[3J"
+"""Cursor home, clear the screen and its scrollback: what `sandbox watch` prints before each grade on a
+terminal, so only the latest one shows."""
 
 
 def pytest_command(root: Path, challenges: Sequence[ChallengeInfo], *extra: str) -> list[str]:
@@ -49,8 +56,34 @@ class Progress:
         output = subprocess.DEVNULL if quiet else None
         with tempfile.TemporaryDirectory(prefix="sandbox-check-") as scratch:
             report = Path(scratch) / "results.json"
-            command = pytest_command(self.root, challenges, "--report", str(report), *extra)
+            command = pytest_command(self.root, challenges, "--sandbox-cli-report", str(report), *extra)
             subprocess.run(command, cwd=self.root.parent, stdout=output, stderr=output, check=False)
+            return 0 if _all_passed(report, challenges) else 1
+
+    def run_here(self, challenges: Sequence[ChallengeInfo]) -> int:
+        """As `run`, in this process (`sandbox check`): one Python start and one import of the sandbox,
+        not two. The learner's code still runs in workers, which the grader stops at their deadline, so
+        it cannot hang this process either."""
+        import pytest
+
+        with tempfile.TemporaryDirectory(prefix="sandbox-check-") as scratch:
+            report = Path(scratch) / "results.json"
+            command = pytest_command(self.root, challenges, "--sandbox-cli-report", str(report))
+            here = Path.cwd()
+            forget_test_modules(self.root.resolve())
+            os.chdir(self.root.parent)  # where pytest finds the project's configuration, as in `run`
+            try:
+                pytest.main(command[3:])
+            finally:
+                os.chdir(here)
+            return 0 if _all_passed(report, challenges) else 1
+
+    def run_warm(self, grader: WarmGrader, challenges: Sequence[ChallengeInfo], *extra: str) -> int:
+        """As `run`, in the warm grader: the same command line, read back the same way."""
+        with tempfile.TemporaryDirectory(prefix="sandbox-watch-") as scratch:
+            report = Path(scratch) / "results.json"
+            command = pytest_command(self.root, challenges, "--sandbox-cli-report", str(report), *extra)
+            grader.run(command[3:])  # without `python -m pytest`
             return 0 if _all_passed(report, challenges) else 1
 
     def tallies(self, *, refresh: bool = True) -> dict[str, Tally]:
@@ -81,16 +114,21 @@ class Progress:
             lines.append(f"Next: sandbox check {number}   (stuck? sandbox hint {number})")
         return lines
 
-    def watch(self, interval: float, announce: Callable[[str], None]) -> None:
-        """Grade the first unfinished challenge, one failure at a time; again whenever a file is saved."""
-        seen = self._mtimes()
-        self._grade_first_unfinished(announce)
-        while True:
-            time.sleep(interval)
-            now = self._mtimes()
-            if now != seen:
-                seen = now
-                self._grade_first_unfinished(announce)
+    def watch(self, interval: float, announce: Callable[[str], None], *, clear: bool = False) -> None:
+        """Grade the first unfinished challenge, up to its first failure; again whenever a file is saved.
+        With `clear`, the screen is cleared before each grade."""
+        grader = WarmGrader(self.root.parent, self.root)
+        try:
+            seen = self._mtimes()
+            self._grade_first_unfinished(grader, announce, clear)
+            while True:
+                time.sleep(interval)
+                now = self._mtimes()
+                if now != seen:
+                    seen = now
+                    self._grade_first_unfinished(grader, announce, clear)
+        finally:
+            grader.close()
 
     def _mtimes(self) -> dict[Path, float]:
         found = {}
@@ -102,14 +140,14 @@ class Progress:
                     continue
         return found
 
-    def _grade_first_unfinished(self, announce: Callable[[str], None]) -> None:
+    def _grade_first_unfinished(self, grader: WarmGrader, announce: Callable[[str], None], clear: bool) -> None:
         state = State(self.root)
         for info in self.challenges:
             result = state.result(info.name, info.exercise)
             if result is not None and result.get("status") == "passed":
                 continue
-            announce(f"\n=== {info.name}: {info.title} ({time.strftime('%H:%M:%S')})")
-            if self.run([info], "-x") != 0:
+            announce(f"{CLEAR if clear else ''}\n=== {info.name}: {info.title} ({time.strftime('%H:%M:%S')})")
+            if self.run_warm(grader, [info], "--sandbox-first-failure") != 0:
                 announce(f"Waiting for you to save a file... (stuck? sandbox hint {info.number}; Ctrl-C to stop)")
                 return
         announce(f"\nAll {len(self.challenges)} challenges pass. `sandbox solution N` shows a reference to compare.")

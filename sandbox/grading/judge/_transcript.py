@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._types import Message, ToolCall
+from ..._types import Message, Part, Text, ToolCall
 
 __all__ = ["describe_call", "describe_message", "quote", "render", "reply_line"]
 
@@ -32,18 +32,23 @@ def describe_call(call: ToolCall, *, with_id: bool = True) -> str:
 
 
 def describe_message(message: Message) -> str:
-    """One message on one line: its text, its calls or its results, with ids."""
+    """One message on one line: its text, its calls or its results, with ids. An assistant turn shows
+    its parts in the order it holds them (reasoning, text, calls), so a turn rebuilt in another order
+    reads as it was sent."""
     text = message.text()
     if message.role == "assistant":
-        calls = message.tool_calls()
-        reasoning = len(message.reasoning())
-        shown = [f"[reasoning x{reasoning}]"] if reasoning else []
-        shown += [quote(text)] if text else []
-        if calls:
-            shown.append("calls " + ", ".join(describe_call(call) for call in calls))
-        else:
+        runs: list[tuple[str, list[Part]]] = []
+        for part in message.content:
+            if isinstance(part, Text) and not part.text:
+                continue
+            if runs and runs[-1][0] == part.kind:
+                runs[-1][1].append(part)
+            else:
+                runs.append((part.kind, [part]))
+        shown = [_describe_run(kind, parts) for kind, parts in runs]
+        if not message.tool_calls():
             shown.append("(no tool calls)")
-        return " ".join(shown)
+        return " ".join(item for item in shown if item)
     results = message.tool_results()
     if results:
         return "; ".join(
@@ -51,6 +56,16 @@ def describe_message(message: Message) -> str:
             for result in results
         )
     return quote(text)
+
+
+def _describe_run(kind: str, parts: Sequence[Part]) -> str:
+    if kind == "reasoning":
+        return f"[reasoning x{len(parts)}]"
+    if kind == "text":
+        return quote("".join(part.text for part in parts if isinstance(part, Text)))
+    if kind == "tool_call":
+        return "calls " + ", ".join(describe_call(part) for part in parts if isinstance(part, ToolCall))
+    return ""
 
 
 def reply_line(message: Message) -> str:

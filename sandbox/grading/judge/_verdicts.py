@@ -18,7 +18,7 @@ from ...wire import Rule, get_wire_format
 from ._checks import check_history, diagnose
 from ._clients import Sent
 from ._feedback import Feedback, learner_traceback
-from ._lessons import APPEND, ORDER, Lesson, lesson_for, lesson_for_diagnosis
+from ._lessons import APPEND, ORDER, STREAM, Lesson, lesson_for, lesson_for_diagnosis
 from ._transcript import describe_call, quote, render, reply_line
 
 __all__ = ["SIGNATURES", "Verdicts", "short"]
@@ -98,6 +98,8 @@ class Verdicts:
             who = headline or f"{self.actor} on {self.where}"
             title = f"{who}: the provider rejected request {number} of {len(self.journal)}."
         lesson = lesson_for(error.rule)
+        if error.rule is Rule.HISTORY_MISMATCH and exchange.is_stream:
+            lesson = STREAM  # on a stream there is no resp.message: the turn was rebuilt, and rebuilt wrong
         mark = error.message_index
         details = []
         problem = diagnose(self.sent.get(exchange.request_body, ()))
@@ -140,7 +142,7 @@ class Verdicts:
 
     def raised(self, error: BaseException, instead: str, lesson: Lesson | None = None) -> NoReturn:
         __tracebackhide__ = True
-        details = self.learner_frames(error)
+        details = self.learner_frames(error) + _what_was_parsed(error)
         if isinstance(error, TypeError) and len(details) == 1 and self.function in SIGNATURES:
             # No frame of the learner's file: the call itself failed, so the signature is not the starter's.
             details.append(
@@ -204,3 +206,23 @@ def short(value: object) -> str:
         return f"a Response asking for {calls}" if calls else f"a Response saying {quote(value.text())}"
     text = repr(value)
     return (text if len(text) <= 80 else text[:77] + "...") + f" ({type(value).__name__})"
+
+
+def _what_was_parsed(error: BaseException) -> list[str]:
+    """A JSONDecodeError's feedback shows the text json.loads was given: '' or 'is"}' says more than
+    'Expecting value: line 1 column 1'."""
+    parsed = getattr(error, "parsed", None)
+    if not isinstance(parsed, str):
+        return []
+    shown = repr(parsed) if len(parsed) < 300 else repr(parsed[:120]) + " ... (longer)"
+    if not parsed.strip():
+        why = (
+            "an empty string: a call without arguments may stream no ToolCallDelta at all (Anthropic sends "
+            'one empty fragment), so its joined fragments are "" and its arguments are {}.'
+        )
+    else:
+        why = (
+            "not one whole JSON document: were a call's fragments joined (+=), or did each one overwrite "
+            "the last (=), or were several calls' fragments mixed?"
+        )
+    return [f"    json.loads was given {shown}: {why}"]

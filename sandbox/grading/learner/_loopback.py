@@ -43,6 +43,18 @@ def _parse_head(head: bytes) -> tuple[int, list[tuple[str, str]], int]:
     return status, headers, length
 
 
+class BrokenAnswer(Exception):
+    """The endpoint began an answer and closed the connection before its end: what a client sees as
+    a connection that broke mid-answer. Raised as it is, never retried here: the learner's code must
+    see the break (challenge 10)."""
+
+    def __init__(self, status: int, headers: list[tuple[str, str]], content: bytes) -> None:
+        super().__init__("peer closed connection without sending complete message body")
+        self.status = status
+        self.headers = headers
+        self.content = content
+
+
 class Connections:
     """Kept-alive sockets to one endpoint, for any number of threads."""
 
@@ -69,8 +81,9 @@ class Connections:
                     head += line
                 status, response_headers, length = _parse_head(head)
                 content = reader.read(length) if length else b""
-                if len(content) != length:
-                    raise ConnectionError("the endpoint closed the connection mid-answer")
+                if len(content) != length:  # an answer begun, then cut (a scripted fault): never resent
+                    connection.close()
+                    raise BrokenAnswer(status, response_headers, content)
             except (OSError, ValueError):
                 connection.close()
                 if attempt:
@@ -112,15 +125,20 @@ class _Frames(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A body in the pieces it was sent in: a stream one server-sent event at a time, as the
     sandbox's own doors deliver it, so the client's parser never scans one long buffer."""
 
-    def __init__(self, content: bytes) -> None:
+    def __init__(self, content: bytes, *, broken: bool = False) -> None:
         self._pieces = [piece for piece in _EVENT_END.split(content) if piece]
+        self._broken = broken
 
     def __iter__(self) -> Iterator[bytes]:
         yield from self._pieces
+        if self._broken:
+            raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for piece in self._pieces:
             yield piece
+        if self._broken:
+            raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
 
 
 _EVENT_END = re.compile(rb"(?<=\n\n)|(?<=\r\n\r\n)")
@@ -137,6 +155,9 @@ class _Transport(httpx.BaseTransport):
             )
         except OSError as exc:
             raise httpx.ConnectError(str(exc), request=request) from None
+        except BrokenAnswer as broken:
+            frames = _Frames(broken.content, broken=True)
+            return httpx.Response(broken.status, headers=broken.headers, stream=frames, request=request)
         return httpx.Response(status, headers=headers, stream=_Frames(content), request=request)
 
 

@@ -80,8 +80,11 @@ class ProgramDialogue(Verdicts):
         unknown_tools: Collection[str] = (),
         concurrency_wait: float | None = None,
         refuse: int | None = None,
+        reasoning: bool = False,
     ) -> None:
         self.scenario = scenario
+        self.reasoning = reasoning
+        """SANDBOX_REASONING=1: the program is asked to request the model's reasoning (challenge 09)."""
         self.provider = provider
         self.stream = stream
         self.failing = dict(failing or {})
@@ -113,7 +116,12 @@ class ProgramDialogue(Verdicts):
             env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
             env.update(
                 environment(
-                    self.provider, base, model=self.scenario.name, prompt=self.scenario.prompt, stream=self.stream
+                    self.provider,
+                    base,
+                    model=self.scenario.name,
+                    prompt=self.scenario.prompt,
+                    stream=self.stream,
+                    reasoning=self.reasoning,
                 )
             )
             result = run_program(command, env, seconds, cwd=cwd)
@@ -176,20 +184,36 @@ class ProgramDialogue(Verdicts):
             )
         asked = last.turn.message.tool_calls()
         if asked:
+            calls = ", ".join(describe_call(call, with_id=False) for call in asked)
+            if last.is_stream:
+                why = "the calls were lost on the way (a turn rebuilt from its events without them), and"
+            else:
+                said = last.turn.raw_stop_reason or last.turn.stop_reason.value
+                why = (
+                    f"the turn's stop reason said {said!r} and the loop took that for the end: those calls never "
+                    "ran, and"
+                )
             self.fail(
                 f"{self.actor} exited 0 after request {len(self.journal)}, but the model's last turn asked for "
-                f"{', '.join(describe_call(call, with_id=False) for call in asked)}: the calls were lost on the "
-                "way, and the loop stopped before the model was done.",
+                f"{calls}: {why} the loop stopped before the model was done.",
                 exchange=last,
                 lesson=STREAM if last.is_stream else END,
             )
         answer = last.turn.message.text()
         if run.stdout.strip() != answer.strip():
+            printed = run.stdout.strip()
+            rebuilt = last.is_stream and bool(printed) and printed in answer
             self.fail(
-                f"{self.actor} printed {quote(run.stdout.strip())} on stdout, but the model's final answer is "
-                f"{quote(answer)}. Print the text of the last response (the one without tool calls) and "
-                "nothing else on stdout; write anything else to stderr.",
+                f"{self.actor} printed {quote(printed)} on stdout, but the model's final answer is "
+                f"{quote(answer)}. "
+                + (
+                    "That is only part of the answer the stream carried: join every text fragment of the turn."
+                    if rebuilt
+                    else "Print the text of the last response (the one without tool calls) and nothing else on "
+                    "stdout; write anything else to stderr."
+                ),
                 exchange=last,
+                lesson=STREAM if rebuilt else None,
             )
         if len(self.journal) > bound:
             self.fail(f"{self.actor} made {len(self.journal)} requests; at most {bound} are allowed.", lesson=BOUND)
@@ -225,7 +249,7 @@ class ProgramDialogue(Verdicts):
                 "requests, not fewer.",
                 details=_stderr(run),
                 exchange=self.journal.last,
-                lesson=TOOL_FAILED_GOES_BACK if self.desk.failed_in_turn(made) else BOUND,
+                lesson=self._lesson_for_early_exit(run, made),
             )
         last = self.journal.last
         assert last is not None
@@ -288,10 +312,11 @@ class ProgramDialogue(Verdicts):
         """The calls of each turn were all in flight at once (the probe waited to see them)."""
         if self.probe is not None and self.probe.one_at_a_time is not None:
             number, call = self.probe.one_at_a_time
+            most, _ = self.probe.at_once()
             self.fail(
-                f"{self.actor} ran the calls of turn {number} one at a time: the run of "
+                f"{self.actor} ran the calls of turn {number} {self.probe.how_they_ran()}: the run of "
                 f"{describe_call(call, with_id=False)} waited {self.probe.wait:g} s for "
-                "the turn's other calls to start, and none did.",
+                f"the turn's other calls to start, and {'none' if most <= 1 else f'only {most - 1}'} did.",
                 lesson=RUN_CONCURRENTLY,
             )
 
@@ -317,9 +342,21 @@ class ProgramDialogue(Verdicts):
     def _silent(self, run: ProgramRun) -> NoReturn:
         self.fail(
             f"{self.actor} ended with {run.exit_description} without asking the model anything. It should "
-            "send SANDBOX_PROMPT to the model SANDBOX_MODEL at SANDBOX_BASE_URL, in the SANDBOX_WIRE format.",
+            f"send SANDBOX_PROMPT to the model SANDBOX_MODEL at SANDBOX_BASE_URL, in the SANDBOX_WIRE format "
+            f"({self.provider}). If it does not speak {self.provider}, leave it out: `--wire` lists the formats "
+            "to grade.",
             details=_stderr(run),
         )
+
+    def _lesson_for_early_exit(self, run: ProgramRun, made: int) -> Lesson:
+        """Why a program stopped before the bound on a runaway: a tool of that turn failed, it could not
+        rebuild the turn it streamed (its stderr does not read as a report), or its bound is too low."""
+        last = self.journal.last
+        if self.desk.failed_in_turn(made):
+            return TOOL_FAILED_GOES_BACK
+        if last is not None and last.is_stream and not _GAVE_UP.search(run.stderr):
+            return STREAM
+        return BOUND
 
     def _lesson_for_exit(self, run: ProgramRun) -> Lesson | None:
         """Why a program stopped while the model was still working: a tool of that turn failed, or
@@ -329,6 +366,8 @@ class ProgramDialogue(Verdicts):
             return None
         if self.desk.failed_in_turn(len(self.journal)):
             return TOOL_FAILED_GOES_BACK
+        if last.is_stream and not _GAVE_UP.search(run.stderr):
+            return STREAM  # it could not rebuild the turn it streamed (arguments that do not parse, ...)
         if not _GAVE_UP.search(run.stderr):
             return None
         if any(step.repeat != "once" for step in self.scenario.steps):

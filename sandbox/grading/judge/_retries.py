@@ -1,0 +1,245 @@
+"""Challenge 10's verdicts: a loop that retries what the provider asks it to retry, and nothing else,
+without repeating itself.
+
+Read from the journal alone (what reached the provider) and the grader's own count of tool runs:
+after a scripted fault the next request must be the same bytes (nothing appended, nothing kept of a
+broken answer), must not come before the provider's hint, and one request gets at most
+`MAX_ATTEMPTS`; a refusal that is not a fault is never sent again; a tool whose result is in the
+history never runs twice. The rest is the ordinary tool-loop verdict, on the exchanges that got
+through (`expect_answer`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ..._engine import Exchange
+from ..._transport import Journal
+from ...faults import FaultError
+from ..boundary._runner import Outcome
+from ._lessons import Lesson
+
+__all__ = ["GIVE_UP", "MAX_ATTEMPTS", "NO_REPEAT", "RETRY", "Retries"]
+
+MAX_ATTEMPTS = 3
+"""Attempts of one request: the first and two retries, as the official SDKs' `max_retries=2`."""
+
+RETRY = Lesson(
+    "Retry a 429, 529 or 503 (and a connection that broke) after the provider's hint, a few times; never a 400.",
+    "The provider said to try again later: wait err.retry_after seconds (your own short backoff when it is "
+    "None), then send the same request again. A 400 means the request itself is wrong; sending it again "
+    "gets the same 400.",
+)
+NO_REPEAT = Lesson(
+    "A retry sends the same conversation again: nothing appended twice, nothing kept of a broken answer, "
+    "no tool run twice.",
+    "Retry around client.complete(req) (or the whole stream) alone: the turn and the results are appended "
+    "once, after an answer arrived whole. A stream that broke is discarded, never half appended.",
+)
+GIVE_UP = Lesson(
+    "Give up after a few attempts, with an error that names the status, the attempts and what to check.",
+    "When the last attempt fails, raise: say which status the provider kept sending, how many attempts you "
+    "made, and what to check (the provider's status page, your rate limits), so the caller can act.",
+)
+_ADVICE = re.compile(r"\b(check|status page|try again later|retry later|rate limit|quota|overload)", re.IGNORECASE)
+
+
+class Retries:
+    """Mixed into `Dialogue`: the attributes below are the dialogue's."""
+
+    journal: Any
+    runs: list[str]
+    function: str
+    where: str
+    provider: str
+
+    if TYPE_CHECKING:  # the dialogue's own, from `Expectations`
+
+        def fail(self, headline: str, **kwargs: Any) -> NoReturn: ...
+
+        def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Any: ...
+
+    # -- the verdicts -----------------------------------------------------------------------------
+
+    def expect_retried_answer(self, outcome: Outcome, *, bound: int = 5) -> Any:
+        """Every fault retried as it should be, and the model's answer returned, within `bound` rounds."""
+        __tracebackhide__ = True
+        self.check_retries()
+        exchanges = list(self.journal)
+        if outcome.error is not None and exchanges and _broken(exchanges[-1]):
+            self.fail(
+                f"{self.function}() on {self.where} raised {type(outcome.error).__name__}: {outcome.error} after "
+                f"{_describe(exchanges[-1])} on its first attempt. That is one the provider asks you to retry.",
+                exchange=exchanges[-1],
+                lesson=RETRY,
+            )
+        if outcome.error is None and exchanges and _broken(exchanges[-1]):
+            self.fail(
+                f"{self.function}() on {self.where} returned after {_describe(exchanges[-1])}, without sending "
+                "that request again: what arrived of a broken answer is not the model's turn. Discard it and "
+                "retry; skyl.collect_stream raises when a stream breaks, so nothing half-made is returned.",
+                exchange=exchanges[-1],
+                lesson=NO_REPEAT,
+            )
+        full = self.journal
+        self.journal = _delivered(full)  # the ordinary verdicts judge what got through
+        try:
+            return self.expect_answer(outcome, bound=bound)
+        finally:
+            self.journal = full
+
+    def expect_retries_exhausted(self, outcome: Outcome) -> BaseException:
+        """The provider kept failing one request: the loop retried, then raised an error that names the
+        status, the attempts and what to check."""
+        __tracebackhide__ = True
+        self.check_retries()
+        exchanges = list(self.journal)
+        last = exchanges[-1] if exchanges else None
+        if last is None or not _broken(last):
+            self.fail(f"{self.function}() on {self.where} stopped before the request the provider kept refusing.")
+        attempts = sum(1 for exchange in exchanges if exchange.request_body == last.request_body)
+        if attempts < 2:
+            self.fail(
+                f"{self.function}() on {self.where} gave up after {_describe(last)} without retrying once.",
+                exchange=last,
+                lesson=RETRY,
+            )
+        if outcome.error is None:
+            self.fail(
+                f"{self.function}() on {self.where} returned {outcome.value!r:.80} after {attempts} failed attempts; "
+                "when the retries run out it should raise, so the caller knows no answer came.",
+                lesson=GIVE_UP,
+            )
+        said = str(outcome.error)
+        missing = []
+        if str(last.status) not in said and not (last.status == 0 and "connection" in said.lower()):
+            missing.append(f"- the status the provider sent ({last.status})")
+        if str(attempts) not in said:
+            missing.append(f"- the number of attempts ({attempts})")
+        if not _ADVICE.search(said):
+            missing.append("- what to check (the provider's status page, your rate limits or quota)")
+        if missing:
+            self.fail(
+                f"{self.function}() gave up on {self.where}, but its error does not say enough to act on. It "
+                f"said:\n    {type(outcome.error).__name__}: {said}\nIt should also name:",
+                details=missing,
+                lesson=GIVE_UP,
+            )
+        return outcome.error
+
+    def check_retries(self) -> None:
+        """What followed each failure, in journal order (see the module docstring)."""
+        __tracebackhide__ = True
+        exchanges = list(self.journal)
+        for number, (failed, after) in enumerate(zip(exchanges, exchanges[1:], strict=False), 1):
+            if _broken(failed):
+                self._check_resent(number, failed, after)
+            elif failed.error is not None and after.request_body == failed.request_body:
+                self.fail(
+                    f"{self.function}() on {self.where} sent request {number} again after the provider refused it "
+                    f"with a {failed.status}: {failed.error.message}",
+                    exchange=after,
+                    lesson=RETRY,
+                )
+        counts = Counter(exchange.request_body for exchange in exchanges)
+        body, most = counts.most_common(1)[0] if counts else (b"", 0)
+        if most > MAX_ATTEMPTS:
+            at = next(exchange for exchange in exchanges if exchange.request_body == body)
+            self.fail(
+                f"{self.function}() on {self.where} sent one request {most} times; give up after "
+                f"{MAX_ATTEMPTS} attempts (the first and {MAX_ATTEMPTS - 1} retries), as the official SDKs do.",
+                exchange=at,
+                lesson=GIVE_UP,
+            )
+        self._check_runs()
+
+    def _check_resent(self, number: int, failed: Exchange, after: Exchange) -> None:
+        __tracebackhide__ = True
+        if after.request_body != failed.request_body:
+            self.fail(
+                f"{self.function}() on {self.where}: request {number} got {_describe(failed)}, and the request "
+                f"after it {_difference(failed, after)}. A retry sends the same conversation again, unchanged.",
+                exchange=after,
+                lesson=NO_REPEAT,
+            )
+        if isinstance(after.error, FaultError) and after.error.early:
+            hint = failed.fault.retry_after if failed.fault is not None else 0
+            self.fail(
+                f"{self.function}() on {self.where} sent request {number + 1} again before the {hint * 1000:g} ms "
+                f"the provider asked for after {_describe(failed)}, so it was refused again. Wait "
+                "err.retry_after seconds before each retry.",
+                exchange=after,
+                lesson=RETRY,
+            )
+
+    def _check_runs(self) -> None:
+        __tracebackhide__ = True
+        asked: Counter[str] = Counter()
+        seen: set[bytes] = set()
+        for exchange in _delivered(self.journal):
+            turn = exchange.turn
+            if turn is None or exchange.request_body in seen:
+                continue
+            seen.add(exchange.request_body)
+            asked.update(repr(_call(call)) for call in turn.message.tool_calls())
+        for key, ran in Counter(self.runs).items():
+            if ran > asked[key]:
+                self.fail(
+                    f"{self.function}() on {self.where} ran {key} {ran} times, but the model asked for it "
+                    f"{asked[key]} time(s): its result was already in the history. A retry must not run the "
+                    "tools again (a payment tool would pay twice).",
+                    lesson=NO_REPEAT,
+                )
+
+
+def _call(call: Any) -> Any:
+    from ..._scenario import Call
+
+    return Call(call.name, dict(call.arguments))
+
+
+def _broken(exchange: Exchange) -> bool:
+    """A fault the loop should retry: an error status, or an answer that did not arrive whole."""
+    return exchange.fault is not None and exchange.fault.kind != "latency"
+
+
+def _describe(exchange: Exchange) -> str:
+    fault = exchange.fault
+    kind = fault.kind if fault is not None else ""
+    if kind in ("rate_limit", "overloaded", "server_error"):
+        name = {"rate_limit": "rate limit", "overloaded": "overload", "server_error": "server error"}[kind]
+        return f"a {exchange.status} ({name})"
+    if kind == "cut":
+        return "a connection that broke before the answer was complete"
+    if kind == "stream_error":
+        return "an error in the middle of the stream"
+    return "a stream that ended before its end"
+
+
+def _difference(failed: Exchange, after: Exchange) -> str:
+    before = failed.conversation.messages if failed.conversation is not None else []
+    now = after.conversation.messages if after.conversation is not None else []
+    if len(now) > len(before):
+        added = ", ".join(message.role for message in now[len(before) :])
+        return (
+            f"carried {len(now) - len(before)} more message(s) ({added}): something of the failed answer, or "
+            "a turn appended a second time, went into the history"
+        )
+    return f"carried a different conversation ({len(now)} messages; the failed request held {len(before)})"
+
+
+def _delivered(journal: Any) -> Journal:
+    """The exchanges that got through: a journal view for the ordinary verdicts."""
+    view = Journal(maxlen=None, max_bytes=None)
+    for exchange in _through(journal):
+        view.append(exchange)
+    return view
+
+
+def _through(journal: Any) -> Iterator[Exchange]:
+    for exchange in journal:
+        if not _broken(exchange):
+            yield exchange

@@ -1,0 +1,226 @@
+"""Learners' own loops, seen from the room's server: who sent a request, and their conversations as chats.
+
+May touch: nothing but the request scope and the `Exchange` it is handed (read only). A loop is known
+by the API key it sends, the way a real provider knows its callers: `Authorization: Bearer KEY`,
+`x-api-key: KEY` (Anthropic), `x-goog-api-key: KEY` or `?key=KEY` (Gemini). Each learner gets their
+own key at join, so any language's loop, pointed at the room's server, shows up under their name.
+
+A refused turn is marked with the lesson's rule it breaks (the grader's own words), and the
+provider's error beside it. A conversation is a run of requests whose history grows: a request
+continues the learner's open conversation with the same provider, model and first message when it
+carries more messages than the last one did, and starts a new conversation otherwise (the loop ran
+again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import urllib.parse
+from collections import OrderedDict
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from .._engine import Exchange
+from .._types import Message, Reasoning, Text, ToolCall, ToolResult
+from ..grading.judge._lessons import lesson_for
+
+__all__ = ["Conversations", "api_key_of"]
+
+MAX_ENTRY = 2000
+"""Characters of one chat bubble: the page shows what the loop did, not megabytes of tool output."""
+MAX_ENTRIES = 60
+_OPEN_PER_LEARNER = 32
+
+
+def api_key_of(scope: Mapping[str, Any]) -> str | None:
+    """The API key a request carries, wherever its provider's SDK puts it."""
+    raw_name: bytes
+    raw_value: bytes
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1").strip()
+        if name == "authorization" and value[:7].lower() == "bearer ":
+            return value[7:].strip() or None
+        if name in ("x-api-key", "x-goog-api-key") and value:
+            return value
+    query = scope.get("query_string", b"").decode("latin-1")
+    keys = urllib.parse.parse_qs(query).get("key")
+    return str(keys[-1]) if keys else None
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_ENTRY else text[:MAX_ENTRY] + f" [... {len(text) - MAX_ENTRY} characters cut]"
+
+
+def _part(part: object) -> str:
+    if isinstance(part, Text):
+        return part.text
+    if isinstance(part, ToolCall):
+        arguments = json.dumps(dict(part.arguments), ensure_ascii=False)
+        return f"calls {part.name}({arguments})  [{part.id}]"
+    if isinstance(part, ToolResult):
+        error = " (error)" if part.is_error else ""
+        return f"result for {part.call_id}{error}: {part.content}"
+    if isinstance(part, Reasoning):
+        return f"(thinking) {part.summary}" if part.summary else "(hidden reasoning)"
+    return repr(part)
+
+
+def _entry(message: Message, *, mark: str | None = None) -> dict[str, Any]:
+    text = "\n".join(filter(None, (_part(part) for part in message.content))) or "(empty)"
+    return {"role": message.role, "text": _clip(text), "mark": mark}
+
+
+def _raw_items(body: bytes) -> tuple[str, list[Any]]:
+    """The request's model and its list of turns, read straight from the JSON (any wire format)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return "", []
+    if not isinstance(data, dict):
+        return "", []
+    model = str(data["model"]) if isinstance(data.get("model"), str) else ""
+    for key in ("messages", "input", "contents"):
+        items = data.get(key)
+        if isinstance(items, list):
+            return model, items
+        if isinstance(items, str):
+            return model, [{"role": "user", "content": items}]
+    return model, []
+
+
+def _call(name: object, arguments: object, ident: object) -> str:
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return f"calls {name}({shown})  [{ident}]"
+
+
+def _raw_part(part: object) -> str:
+    """One content part or item of any wire format, as the page's chat shows it."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return json.dumps(part, ensure_ascii=False)
+    kind = part.get("type")
+    if isinstance(part.get("text"), str):  # chat/anthropic/responses text blocks, Gemini text parts
+        return str(part["text"])
+    if kind == "tool_use":
+        return _call(part.get("name"), part.get("input"), part.get("id"))
+    if kind == "tool_result":
+        return f"result for {part.get('tool_use_id')}: {_raw_text(part.get('content'))}"
+    if kind == "function_call":
+        return _call(part.get("name"), part.get("arguments"), part.get("call_id"))
+    if kind == "function_call_output":
+        return f"result for {part.get('call_id')}: {_raw_text(part.get('output'))}"
+    if isinstance(part.get("functionCall"), dict):
+        call = part["functionCall"]
+        return _call(call.get("name"), call.get("args"), call.get("id", ""))
+    if isinstance(part.get("functionResponse"), dict):
+        response = part["functionResponse"]
+        return f"result for {response.get('name')}: {json.dumps(response.get('response'), ensure_ascii=False)}"
+    if kind in ("thinking", "redacted_thinking", "reasoning") or "thoughtSignature" in part:
+        return "(reasoning)"
+    return json.dumps(part, ensure_ascii=False)
+
+
+def _raw_text(content: object) -> str:
+    if isinstance(content, list):
+        return "\n".join(_raw_part(part) for part in content)
+    return _raw_part(content) if content is not None else ""
+
+
+def _raw_entry(item: object, *, mark: str | None = None) -> dict[str, Any]:
+    """A turn the wire format refused, read straight from the learner's JSON (their request, not code)."""
+    if not isinstance(item, dict):
+        return {"role": "?", "text": _clip(json.dumps(item, ensure_ascii=False)), "mark": mark}
+    role = str(item.get("role") or ("tool" if str(item.get("type", "")).endswith("output") else "assistant"))[:20]
+    lines = [_raw_text(item.get("content", item.get("parts")))] if ("content" in item or "parts" in item) else []
+    if "content" not in item and "parts" not in item:
+        lines = [_raw_part(item)]
+    for call in item.get("tool_calls") or ():
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        lines.append(
+            _call(function.get("name"), function.get("arguments"), call.get("id") if isinstance(call, dict) else "")
+        )
+    if item.get("tool_call_id"):
+        lines = [f"result for {item['tool_call_id']}: {' '.join(lines)}"]
+    return {"role": role, "text": _clip("\n".join(line for line in lines if line) or "(empty)"), "mark": mark}
+
+
+_WHERE = re.compile(r"\b(?:messages|input|contents)\.?\[(\d+)\]")
+_PATH_MODEL = re.compile(r"/models/([^/:]+)")
+
+
+class Conversations:
+    """Turns each exchange of a known learner into the chat the page shows. Owned by the event loop."""
+
+    def __init__(self) -> None:
+        self._open: MutableMapping[str, OrderedDict[str, tuple[str, int, int]]] = {}
+        """learner -> (provider, model, first turn) digest -> (conversation key, turns last time, requests)."""
+        self._counter = 0
+
+    def record(self, learner: str, exchange: Exchange, at: float) -> tuple[str, dict[str, Any]] | None:
+        """The conversation `exchange` belongs to, updated: (its key, its chat); None for what is no model call."""
+        if exchange.provider is None or exchange.status == 404:
+            return None
+        model, items = _raw_items(exchange.request_body)
+        if not model:
+            found = _PATH_MODEL.search(exchange.path)
+            model = found.group(1) if found else ""
+        first = json.dumps(items[0], sort_keys=True, ensure_ascii=False) if items else ""
+        thread = hashlib.blake2b(f"{exchange.provider}\0{model}\0{first}".encode(), digest_size=8).hexdigest()
+        opened = self._open.setdefault(learner, OrderedDict())
+        key, seen, requests = opened.pop(thread, ("", -1, 0))
+        if not key or len(items) <= seen:
+            self._counter += 1
+            key, requests = f"{int(at * 1000):x}-{self._counter}", 0
+        opened[thread] = (key, len(items), requests + 1)
+        while len(opened) > _OPEN_PER_LEARNER:
+            opened.popitem(last=False)
+        return key, self._chat(exchange, items, model, at, requests + 1)
+
+    @staticmethod
+    def _chat(exchange: Exchange, items: list[Any], model: str, at: float, requests: int) -> dict[str, Any]:
+        error = exchange.error
+        rule = lesson_for(error.rule).rule if error is not None else None
+        conversation = exchange.conversation
+        if conversation is not None:
+            marked = error.message_index if error is not None else None
+            entries = [
+                _entry(message, mark=rule if index == marked else None)
+                for index, message in enumerate(conversation.messages)
+            ]
+        else:
+            where = _WHERE.search(f"{error.message if error else ''} {exchange.body[:2000].decode('utf-8', 'replace')}")
+            marked = int(where.group(1)) if where else None
+            entries = [_raw_entry(item, mark=rule if index == marked else None) for index, item in enumerate(items)]
+        if exchange.turn is not None:
+            reply = _entry(exchange.turn.message)
+            reply["role"] = "model"
+            entries.append(reply)
+        if len(entries) > MAX_ENTRIES:
+            cut = len(entries) - MAX_ENTRIES
+            entries = [
+                {"role": "note", "text": f"{cut} earlier messages not shown", "mark": None},
+                *entries[-MAX_ENTRIES:],
+            ]
+        outcome = None
+        if error is not None:
+            outcome = {
+                "status": exchange.status,
+                "rule": rule,
+                "kind": error.rule.value,
+                "message": _clip(error.message),
+                "index": marked,
+            }
+        return {
+            "provider": exchange.provider,
+            "model": model[:120],
+            "scenario": exchange.scenario,
+            "path": exchange.path[:200],
+            "updated": at,
+            "requests": requests,
+            "entries": entries,
+            "outcome": outcome,
+        }

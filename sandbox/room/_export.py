@@ -1,0 +1,108 @@
+"""The room, exported: one CSV row per learner and challenge, and one Gradescope `results.json` per learner.
+
+May touch: nothing (pure functions of the room's snapshot to bytes). What the room knows is what each
+learner's grader posted from their own machine: the export is a record of the workshop, built from
+the last run each learner sent for each challenge, not a grade the room computed itself.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+import zipfile
+from typing import Any
+
+__all__ = ["results_json", "results_zip", "room_csv"]
+
+COLUMNS = ["learner", "challenge", "status", "passed", "total", "stuck", "last_run_utc", "rules"]
+
+
+def _when(at: float | None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)) if at is not None else ""
+
+
+def _safe_cell(text: str) -> str:
+    """A value a spreadsheet will not run as a formula (CSV injection): a leading =, +, - or @ is quoted."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def room_csv(snapshot: dict[str, Any]) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    challenges = [item["name"] for item in snapshot["challenges"]]
+    for learner in snapshot["learners"]:
+        for challenge in challenges:
+            cell = learner["cells"].get(challenge)
+            if cell is None:
+                writer.writerow([_safe_cell(learner["name"]), challenge, "no run", 0, 0, "no", "", ""])
+                continue
+            writer.writerow(
+                [
+                    _safe_cell(learner["name"]),
+                    challenge,
+                    cell["status"],
+                    cell["passed"],
+                    cell["total"],
+                    "yes" if cell["stuck"] else "no",
+                    _when(cell["at"]),
+                    _safe_cell("; ".join(cell["rules"])),
+                ]
+            )
+    return out.getvalue().encode("utf-8")
+
+
+def results_json(snapshot: dict[str, Any], learner: dict[str, Any]) -> dict[str, Any]:
+    """Gradescope's results.json for one learner: one test per challenge, 1 point when it passed."""
+    tests = []
+    for number, item in enumerate(snapshot["challenges"], 1):
+        cell = learner["cells"].get(item["name"])
+        status = cell["status"] if cell else "no run"
+        passed = status == "passed"
+        output = f"{status}: {cell['passed']}/{cell['total']} tests passed" if cell else "No run reported to the room."
+        if cell and cell["rules"]:
+            output += "\nRules broken: " + "; ".join(cell["rules"])
+        tests.append(
+            {
+                "name": f"{item['name']}: {item['title']}".rstrip(": "),
+                "number": str(number),
+                "score": 1.0 if passed else 0.0,
+                "max_score": 1.0,
+                "status": "passed" if passed else "failed",
+                "output": output,
+                "tags": [item["name"]],
+            }
+        )
+    score = sum(float(str(test["score"])) for test in tests)
+    return {
+        "score": score,
+        "output": f"{learner['name']}: {score:g}/{len(tests)} challenges passed, as last reported to the room.",
+        "visibility": "visible",
+        "tests": tests,
+        "extra_data": {"learner": learner["name"], "last_run_utc": _when(learner["last_run"])},
+    }
+
+
+def _file_name(name: str, taken: set[str]) -> str:
+    base = re.sub(r"[^\w.-]+", "_", name).strip("._") or "learner"
+    candidate, number = base, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{base}_{number}"
+    taken.add(candidate)
+    return candidate
+
+
+def results_zip(snapshot: dict[str, Any]) -> bytes:
+    """A zip holding NAME/results.json for every learner."""
+    out = io.BytesIO()
+    taken: set[str] = set()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for learner in snapshot["learners"]:
+            folder = _file_name(learner["name"], taken)
+            body = json.dumps(results_json(snapshot, learner), indent=2, ensure_ascii=False)
+            archive.writestr(f"{folder}/results.json", body)
+    return out.getvalue()

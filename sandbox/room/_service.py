@@ -1,0 +1,259 @@
+"""The room's operations: join, post a run, record a learner's exchange, and the page's live stream.
+
+May touch: its `Store` (SQLite, always from a worker thread so a slow disk never stalls the event
+loop the sandbox answers on) and its in-memory `Room`. Owned by the server's event loop: every
+method runs there, except the store calls it hands to threads.
+
+The stream sends a snapshot of the page's parts when the room changes, at most every
+`min_interval` seconds however many learners post (100 learners posting every 3 s is 33 changes a
+second: the page gets a few), and at least every `heartbeat` seconds, so "no run for N minutes"
+appears on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._engine import Engine, Exchange
+from . import _page
+from ._convo import Conversations
+from ._guard import new_secret
+from ._model import MAX_NAME, Room, RoomInputError, clean_name, parse_run
+from ._store import Store
+
+__all__ = ["SINK", "Joined", "RecordingEngine", "RoomError", "RoomService"]
+
+SINK: contextvars.ContextVar[list[Exchange]] = contextvars.ContextVar("sandbox_room_sink")
+"""Where the engine leaves the exchanges of the request being served for a known learner: set by
+`RoomApp` around the sandbox's app, read back once the answer is sent (worker threads share it,
+as `asyncio.to_thread` copies the context)."""
+
+TOKEN_HOURS = 24.0
+"""How long a learner's token lasts: a workshop day. A later run joins again with the old token."""
+
+
+class RoomError(Exception):
+    """An HTTP error the room answers with: status, a stable code, and a sentence saying what to do."""
+
+    def __init__(self, status: int, code: str, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Joined:
+    name: str
+    token: str
+    api_key: str
+    expires: float
+
+
+class RecordingEngine(Engine):
+    """The sandbox's engine, also handing each exchange to the request's room sink (see `RoomApp`)."""
+
+    def handle(self, *args: Any, **kwargs: Any) -> Exchange:
+        exchange = super().handle(*args, **kwargs)
+        sink = SINK.get(None)
+        if sink is not None:
+            sink.append(exchange)
+        return exchange
+
+
+class RoomService:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        titles: Mapping[str, str] | None = None,
+        stuck_runs: int = 3,
+        stuck_minutes: float = 10.0,
+        min_interval: float = 0.25,
+        heartbeat: float = 5.0,
+        token_hours: float = TOKEN_HOURS,
+    ) -> None:
+        self.store = store
+        self.key = store.setting("instructor_key", new_secret("room-"))
+        self.room = Room(titles=titles, stuck_runs=stuck_runs, stuck_minutes=stuck_minutes)
+        self.conversations = Conversations()
+        self.min_interval = min_interval
+        self.heartbeat = heartbeat
+        self.token_seconds = token_hours * 3600
+        self._keys: dict[str, str] = {}
+        """API key -> learner, for the keys seen since start-up (the store knows only their digests)."""
+        for record in store.learners():
+            self.room.join(record.name, record.joined)
+        self.room.replay(store.runs())
+        for learner, key, conversation in store.conversations():
+            self.room.put_conversation(learner, key, conversation)
+        self._changed: asyncio.Event | None = None
+        self._subscribers: set[asyncio.Queue[str]] = set()
+        self._broadcaster: asyncio.Task[None] | None = None
+        self.closing = False
+
+    # -- learners ---------------------------------------------------------------------------------
+
+    async def join(self, given: object, old_token: object = None) -> Joined:
+        cleaned = clean_name(given)
+        if cleaned is None:
+            raise RoomError(
+                400,
+                "bad_name",
+                f"name={str(given)[:60]!r}: use 1 to {MAX_NAME} printable characters (your name as the instructor "
+                "knows it), e.g. --name 'Ada Lovelace'.",
+            )
+        name = cleaned
+        now = time.time()
+        token, api_key = new_secret("rt-"), new_secret("sk-room-")
+        expires = now + self.token_seconds
+        if isinstance(old_token, str) and old_token:
+            if await asyncio.to_thread(self.store.renew_learner, name, old_token, token, api_key, expires):
+                self._forget_keys(name)
+                self._keys[api_key] = name
+                return Joined(name, token, api_key, expires)
+        if not await asyncio.to_thread(self.store.add_learner, name, token, api_key, now, expires):
+            raise RoomError(
+                409,
+                "name_taken",
+                f"{name!r} has already joined this room from another machine. Join with another --name "
+                "(add an initial), or ask the instructor to free the name.",
+            )
+        self._keys[api_key] = name
+        self.room.join(name, now)
+        self._touch()
+        return Joined(name, token, api_key, expires)
+
+    async def learner_for_token(self, token: str | None) -> str:
+        if not token:
+            raise RoomError(
+                401,
+                "no_token",
+                "This needs your room token (Authorization: Bearer ...): join first with --room URL --name NAME.",
+            )
+        if token == self.key:
+            raise RoomError(
+                403, "instructor_key", "That is the instructor's key: learners post with the token their join returned."
+            )
+        record = await asyncio.to_thread(self.store.by_token, token)
+        if record is None:
+            raise RoomError(
+                401,
+                "unknown_token",
+                "This room does not know that token (the room was started afresh, or the instructor freed your "
+                "name). Run again with --room URL --name NAME to join.",
+            )
+        if record.expires < time.time():
+            raise RoomError(
+                401,
+                "expired_token",
+                "Your room token has expired. Run again with --room URL --name NAME to join again.",
+            )
+        return record.name
+
+    async def is_learner_token(self, token: str) -> bool:
+        return await asyncio.to_thread(self.store.by_token, token) is not None
+
+    async def post_run(self, name: str, data: object) -> None:
+        try:
+            run = parse_run(data)
+        except RoomInputError as error:
+            raise RoomError(400, "bad_run", f"the room cannot read this run: {error}") from None
+        now = time.time()
+        await asyncio.to_thread(self.store.add_run, name, now, run)
+        self.room.apply_run(name, now, run)
+        self._touch()
+
+    async def remove(self, name: str) -> bool:
+        removed = await asyncio.to_thread(self.store.remove_learner, name)
+        self._forget_keys(name)
+        self.room.leave(name)
+        self._touch()
+        return removed
+
+    def _forget_keys(self, name: str) -> None:
+        for key in [key for key, owner in self._keys.items() if owner == name]:
+            del self._keys[key]
+
+    # -- their own loops --------------------------------------------------------------------------
+
+    async def learner_for_api_key(self, api_key: str | None) -> str | None:
+        if not api_key or not api_key.startswith("sk-room-"):
+            return None
+        if api_key in self._keys:
+            return self._keys[api_key]
+        record = await asyncio.to_thread(self.store.by_api_key, api_key)
+        if record is None or record.name not in self.room.learners:
+            return None
+        self._keys[api_key] = record.name
+        return record.name
+
+    async def record(self, name: str, exchange: Exchange) -> None:
+        now = time.time()
+        found = self.conversations.record(name, exchange, now)
+        if found is None:
+            return
+        key, chat = found
+        dropped = self.room.put_conversation(name, key, chat)
+        await asyncio.to_thread(self.store.put_conversation, name, key, now, chat)
+        if dropped is not None:
+            await asyncio.to_thread(self.store.drop_conversation, name, dropped)
+        self._touch()
+
+    # -- the page's stream ------------------------------------------------------------------------
+
+    def parts(self) -> str:
+        snapshot = self.room.snapshot(time.time())
+        revisions = {
+            row["name"]: [row["last_run"], row["conversations"], row["rejected"]] for row in snapshot["learners"]
+        }
+        return json.dumps(
+            {
+                "now": snapshot["now"],
+                "version": snapshot["version"],
+                "summary": _page.summary(snapshot),
+                "board": _page.board(snapshot),
+                "rules": _page.rules(snapshot),
+                "revisions": revisions,
+            },
+            ensure_ascii=False,
+        )
+
+    def subscribe(self) -> asyncio.Queue[str]:
+        queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
+        self._subscribers.add(queue)
+        if self._broadcaster is None or self._broadcaster.done():
+            self._changed = asyncio.Event()
+            self._broadcaster = asyncio.get_running_loop().create_task(self._broadcast())
+        queue.put_nowait(self.parts())
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+        self._subscribers.discard(queue)
+
+    def _touch(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    async def _broadcast(self) -> None:
+        """One snapshot for every open page, at most every `min_interval`, at least every `heartbeat`."""
+        assert self._changed is not None
+        while self._subscribers and not self.closing:
+            try:
+                await asyncio.wait_for(self._changed.wait(), self.heartbeat)
+            except asyncio.TimeoutError:
+                pass
+            self._changed.clear()
+            message = self.parts()
+            for queue in list(self._subscribers):
+                if queue.full():  # a slow page gets the newest snapshot, not a backlog
+                    queue.get_nowait()
+                queue.put_nowait(message)
+            await asyncio.sleep(self.min_interval)

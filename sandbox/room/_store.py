@@ -1,0 +1,169 @@
+"""The room's durable record: one SQLite file (stdlib `sqlite3`), so a restarted room keeps its learners.
+
+May touch: the database file it is given, and nothing else. Holds no logic about what a run means
+(see `_model`): it stores learners (their token and API key as SHA-256 digests, never the secrets
+themselves), each run a grader posted, each conversation the room's server saw, and the room's
+instructor key (so the page's URL survives a restart of the same `--room-db`).
+
+Every method takes the one lock: the room calls the store from worker threads (`asyncio.to_thread`)
+so that a slow disk never stalls the event loop the sandbox answers on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LearnerRecord", "Store", "digest"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS learners (
+    name TEXT PRIMARY KEY,
+    token TEXT NOT NULL UNIQUE,
+    api_key TEXT NOT NULL UNIQUE,
+    joined REAL NOT NULL,
+    expires REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    learner TEXT NOT NULL,
+    at REAL NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversations (
+    learner TEXT NOT NULL,
+    id TEXT NOT NULL,
+    updated REAL NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (learner, id)
+);
+"""
+
+
+def digest(secret: str) -> str:
+    """What the store keeps of a token or an API key: enough to recognise it, not to use it."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LearnerRecord:
+    name: str
+    joined: float
+    expires: float
+
+
+class Store:
+    """The room's SQLite file. Open it once per room; every method is thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- the room's own settings ------------------------------------------------------------------
+
+    def setting(self, key: str, default: str) -> str:
+        """The stored value of `key`, storing `default` first when there is none."""
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, default))
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0])
+
+    # -- learners ---------------------------------------------------------------------------------
+
+    def add_learner(self, name: str, token: str, api_key: str, joined: float, expires: float) -> bool:
+        """Record a new learner; False when the name is taken."""
+        with self._lock:
+            try:
+                self._db.execute(
+                    "INSERT INTO learners (name, token, api_key, joined, expires) VALUES (?, ?, ?, ?, ?)",
+                    (name, digest(token), digest(api_key), joined, expires),
+                )
+            except sqlite3.IntegrityError:
+                return False
+        return True
+
+    def renew_learner(self, name: str, old_token: str, token: str, api_key: str, expires: float) -> bool:
+        """Give `name` a fresh token and API key, if `old_token` (even an expired one) is theirs."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE learners SET token = ?, api_key = ?, expires = ? WHERE name = ? AND token = ?",
+                (digest(token), digest(api_key), expires, name, digest(old_token)),
+            )
+        return cursor.rowcount == 1
+
+    def remove_learner(self, name: str) -> bool:
+        """Forget a learner entirely (the instructor frees a name): their runs and conversations too."""
+        with self._lock:
+            cursor = self._db.execute("DELETE FROM learners WHERE name = ?", (name,))
+            self._db.execute("DELETE FROM runs WHERE learner = ?", (name,))
+            self._db.execute("DELETE FROM conversations WHERE learner = ?", (name,))
+        return cursor.rowcount == 1
+
+    def by_token(self, token: str) -> LearnerRecord | None:
+        return self._learner("token", token)
+
+    def by_api_key(self, api_key: str) -> LearnerRecord | None:
+        return self._learner("api_key", api_key)
+
+    def _learner(self, column: str, secret: str) -> LearnerRecord | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT name, joined, expires FROM learners WHERE {column} = ?",  # noqa: S608 - a fixed column
+                (digest(secret),),
+            ).fetchone()
+        return LearnerRecord(str(row[0]), float(row[1]), float(row[2])) if row else None
+
+    def learners(self) -> list[LearnerRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT name, joined, expires FROM learners ORDER BY joined").fetchall()
+        return [LearnerRecord(str(name), float(joined), float(expires)) for name, joined, expires in rows]
+
+    # -- what learners sent -----------------------------------------------------------------------
+
+    def add_run(self, learner: str, at: float, body: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO runs (learner, at, body) VALUES (?, ?, ?)",
+                (learner, at, json.dumps(body, ensure_ascii=False, separators=(",", ":"))),
+            )
+
+    def runs(self) -> Iterator[tuple[str, float, dict[str, Any]]]:
+        """Every run, oldest first: what the room replays at start-up."""
+        with self._lock:
+            rows = self._db.execute("SELECT learner, at, body FROM runs ORDER BY id").fetchall()
+        for learner, at, body in rows:
+            yield str(learner), float(at), json.loads(body)
+
+    def put_conversation(self, learner: str, key: str, updated: float, body: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO conversations (learner, id, updated, body) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (learner, id) DO UPDATE SET updated = excluded.updated, body = excluded.body",
+                (learner, key, updated, json.dumps(body, ensure_ascii=False, separators=(",", ":"))),
+            )
+
+    def drop_conversation(self, learner: str, key: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM conversations WHERE learner = ? AND id = ?", (learner, key))
+
+    def conversations(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Every kept conversation, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT learner, id, body FROM conversations ORDER BY updated").fetchall()
+        for learner, key, body in rows:
+            yield str(learner), str(key), json.loads(body)

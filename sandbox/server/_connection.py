@@ -1,0 +1,486 @@
+"""One HTTP/1.1 connection of `sandbox serve`: httptools parses, this module answers and decides when to give up.
+
+A few dozen lines of protocol where uvicorn's ASGI cycle used to be: most requests are answered in
+the parser's callback, with no task, and each answer leaves in one write (head and every SSE frame
+of a stream, all ready at once). What one client can cost the others is bounded here:
+
+- a request head must arrive within `head_timeout` of the connection opening or of the previous
+  answer (at most 64 KiB of it), a body within `body_timeout`; an idle kept-alive connection is
+  closed after `keep_alive` seconds;
+- a body over the limit is refused with a 413 as soon as its `Content-Length` (or the bytes read
+  so far) pass it, and the connection then *lingers*: the rest of the body is read and dropped for
+  up to `linger` seconds, so a client still sending reads the 413 instead of a reset;
+- an answer the client does not read (its bytes stop leaving) for `write_timeout` seconds is
+  dropped, and its memory with it;
+- the engine's work on a large or encoded request runs in a worker thread, so a small request is
+  answered while a large one is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import urllib.parse
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import httptools
+
+from .._tcp import quick_ack
+from ..faults._delivery import asgi_deliver
+from ._answer import Front, Reply, sender_of
+from ._cycle import ASGIApp, Cycle
+from ._framing import encode
+from ._pool import Pool
+
+__all__ = ["SWEEP", "Connection", "Limits"]
+
+log = logging.getLogger("sandbox.serve")
+
+_MAX_HEAD = 64 * 1024
+_LINGER_BYTES = 256 * 1024 * 1024
+"""At most this much of a refused body is read and dropped before the connection is cut."""
+_NEVER = float("inf")
+SWEEP = 0.25
+"""Seconds between the sweeps that enforce every deadline: one timer for the server, none per request."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Seconds each stage may take (see the module docstring)."""
+
+    head_timeout: float = 10.0
+    body_timeout: float = 30.0
+    keep_alive: float = 5.0
+    write_timeout: float = 5.0
+    linger: float = 5.0
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    keep_alive: bool
+    http10: bool
+    body: list[bytes] = field(default_factory=list)
+    reply: Reply | None = None
+    """Answered before its body was read (health, preflight, a refused encoding)."""
+
+
+class _Stop(Exception):
+    """Raised in a parser callback: the rest of what arrived is not parsed."""
+
+
+class Connection(asyncio.Protocol):
+    """One client's connection. `connections` is the server's set of them (for shutdown)."""
+
+    def __init__(self, front: Front, limits: Limits, connections: Pool, app: ASGIApp | None = None) -> None:
+        self.front = front
+        self.app = app
+        """An ASGI app that answers every request (the room's, around the sandbox's); None: `front`."""
+        self.limits = limits
+        self.connections = connections
+        self.loop = asyncio.get_running_loop()
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.peer = ""
+        self.queue: deque[Request] = deque()
+        self.busy: Request | None = None
+        """The request being answered (by the engine, or in a worker thread)."""
+        self.current: Request | None = None
+        self.closing = False
+        """No more requests: the server is shutting down, or the client asked to close."""
+        self.write_paused = False
+        self.lingering = False
+        self.dropped = 0
+        self.unsent_seen = 0
+        self.last_answer = ""
+        self._in_head = False
+        self._url = b""
+        self._head_size = 0
+        self._headers: dict[str, str] = {}
+        self._size = 0
+        self._now = self.loop.time
+        self._deadline = _NEVER
+        self._then: Callable[[], Any] = _nothing
+        self._write_check = _NEVER
+        self._answered = 0.0
+        self._waiting = False
+        """Idle after an answer: the first byte of a next head turns the keep-alive deadline into
+        the head deadline."""
+        self._socket: Any = None
+        self.peername: tuple[str, int] | None = None
+        self.sockname: tuple[str, int] | None = None
+        self.cycle: Cycle | None = None
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    # -- the transport's calls ------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio.Transport subclass
+        self.peer = sender_of(transport.get_extra_info("peername"))
+        self._socket = transport.get_extra_info("socket")
+        self.peername = transport.get_extra_info("peername")
+        self.sockname = transport.get_extra_info("sockname")
+        self.connections.add(self)
+        self._answered = self._now()
+        self._set(self.limits.head_timeout, self._cut_silent)
+
+    def data_received(self, data: bytes) -> None:
+        transport = self.transport
+        assert transport is not None
+        quick_ack(self._socket)
+        if self.lingering:
+            self.dropped += len(data)
+            if self.dropped > _LINGER_BYTES:
+                transport.abort()
+            return
+        if self._waiting:
+            self._waiting = False
+            self._deadline = self._answered + self.limits.head_timeout
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._refuse_raw(400, "sandbox serve speaks HTTP/1.1 only: no protocol upgrade (WebSocket, h2c).")
+        except httptools.HttpParserError as exc:
+            cause = exc.__context__
+            if isinstance(cause, _Stop):
+                return  # a callback answered already and stopped the parse
+            if cause is not None:  # pragma: no cover - a bug of ours in a callback
+                log.error("sandbox internal error: %s: %s", type(cause).__name__, cause)
+                self._refuse_raw(500, f"sandbox internal error: {type(cause).__name__}")
+                return
+            self._refuse_raw(400, f"Invalid HTTP request received: {exc}.")
+
+    def eof_received(self) -> bool | None:
+        """The client will send no more. Finish what it asked (half-close), then close."""
+        self.closing = True
+        return True if (self.busy or self.queue) and not self.lingering else None
+
+    def pause_writing(self) -> None:
+        """The client reads slower than we write: stop reading its next requests until it catches up."""
+        self.write_paused = True
+        self._drained.clear()
+        if self.transport is not None and not self.lingering:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._drained.set()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+            self._next()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._deadline = self._write_check = _NEVER
+        self.connections.discard(self)
+        self.queue.clear()
+        self.parser = None  # type: ignore[assignment]  # it holds this object: no cycle left for the GC
+        self._drained.set()
+        if self.cycle is not None:
+            self.cycle.gone.set()
+
+    # -- the parser's calls ---------------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._url = b""
+        self._head_size = 0
+        self._headers = {}
+        self._size = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        self._grow_head(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._grow_head(len(name) + len(value))
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        self._headers[key] = f"{self._headers[key]}, {text}" if key in self._headers else text
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        parser = self.parser
+        method = parser.get_method().decode("latin-1")
+        try:
+            url = httptools.parse_url(self._url)
+        except httptools.HttpParserInvalidURLError:
+            self._refuse_raw(400, "Invalid request target.")
+            raise _Stop from None
+        path = url.path.decode("latin-1")
+        if "%" in path:
+            path = urllib.parse.unquote(path)
+        request = Request(
+            method,
+            path,
+            (url.query or b"").decode("latin-1"),
+            self._headers,
+            keep_alive=parser.should_keep_alive(),
+            http10=parser.get_http_version() == "1.0",
+        )
+        self.current = request
+        request.reply = self.front.early(method, path, request.headers)
+        if request.reply is not None and self.app is not None and not request.reply.close:
+            request.reply = None  # the app answers it (only a refused body is refused here)
+        if request.reply is not None and request.reply.close:
+            self._answer_now(request, request.reply)
+            raise _Stop
+        if request.headers.get("expect", "").lower() == "100-continue" and self.transport is not None:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        self._set(self.limits.body_timeout, self._body_too_slow)
+
+    def on_body(self, body: bytes) -> None:
+        request = self.current
+        assert request is not None
+        self._size += len(body)
+        if self._size > self.front.max_body:
+            self._answer_now(request, self.front.oversized(request.method, request.path, request.headers, self._size))
+            raise _Stop
+        if request.reply is None:
+            request.body.append(body)
+
+    def on_message_complete(self) -> None:
+        self._deadline = _NEVER
+        request = self.current
+        assert request is not None
+        self.current = None
+        self.queue.append(request)
+        self._next()
+
+    # -- answering ------------------------------------------------------------------------------------
+
+    def _next(self) -> None:
+        """Answer the next request in line, unless one is being answered or the client is behind."""
+        if self.busy is not None or not self.queue or self.write_paused or self.lingering:
+            return
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        request = self.queue.popleft()
+        if request.reply is not None:
+            self._send(request, request.reply)
+            return
+        body = b"".join(request.body)
+        if self.app is not None:
+            self.busy = request
+            self.loop.create_task(self._run_app(self.app, request, body))
+            return
+        if self.front.heavy(body, request.headers):
+            self.busy = request
+            self.loop.create_task(self._in_thread(request, body))
+            return
+        self._send(request, self._answer(request, body))
+
+    def _answer(self, request: Request, body: bytes) -> Reply:
+        try:
+            return self.front.answer(request.method, request.path, request.query, request.headers, body, self.peer)
+        except Exception as exc:  # noqa: BLE001 - a connection must answer, whatever went wrong
+            log.error("sandbox internal error on %s %s: %s: %s", request.method, request.path, type(exc).__name__, exc)
+            message = json.dumps({"error": {"message": f"sandbox internal error: {type(exc).__name__}"}}).encode()
+            return Reply(500, {"content-type": "application/json"}, (message,))
+
+    async def _in_thread(self, request: Request, body: bytes) -> None:
+        reply = await asyncio.to_thread(self._answer, request, body)
+        self.busy = None
+        if self.transport is not None and not self.transport.is_closing():
+            self._send(request, reply)
+
+    def _send(self, request: Request, reply: Reply) -> None:
+        transport = self.transport
+        assert transport is not None
+        keep = request.keep_alive and not reply.close and not self.closing
+        if reply.delivery is not None:
+            self.busy = request
+            self.loop.create_task(self._deliver(request, reply, keep))
+            return
+        transport.write(encode(reply, keep=keep, chunked=reply.streamed and not request.http10))
+        self.last_answer = f"{request.method} {request.path} ({reply.status})"
+        self._finish(keep, close=reply.close)
+
+    async def drained(self) -> None:
+        """Return once the client has taken enough of what was written (or is gone)."""
+        await self._drained.wait()
+
+    async def _run_app(self, app: ASGIApp, request: Request, body: bytes) -> None:
+        cycle = self.cycle = Cycle(self, request, body, keep=request.keep_alive and not self.closing)
+        try:
+            await app(cycle.scope(), cycle.receive, cycle.send)
+        except Exception as exc:  # noqa: BLE001 - a connection must answer, whatever went wrong
+            log.error("error in the app on %s %s: %s: %s", request.method, request.path, type(exc).__name__, exc)
+        self._after(request, cycle)
+
+    async def _deliver(self, request: Request, reply: Reply, keep: bool) -> None:
+        """A scripted fault's answer: slowed, or cut (the fault aborts the transport itself)."""
+        cycle = self.cycle = Cycle(self, request, b"", keep=keep)
+        await asgi_deliver(cycle.send, reply.status, dict(reply.headers), reply.chunks, reply.delivery)  # type: ignore[arg-type]
+        self._after(request, cycle)
+
+    def _after(self, request: Request, cycle: Cycle) -> None:
+        self.cycle = None
+        self.busy = None
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if not cycle.started:
+            body = json.dumps({"error": {"message": "sandbox internal error: the app sent no answer"}}).encode()
+            transport.write(
+                encode(Reply(500, {"content-type": "application/json"}, (body,)), keep=False, chunked=False)
+            )
+            transport.close()
+            return
+        if not cycle.done:  # an answer begun but not finished: only a close tells the client
+            transport.abort()
+            return
+        self.last_answer = f"{request.method} {request.path} ({cycle.status})"
+        self._finish(cycle.keep_after and not self.closing, close=False)
+
+    def _finish(self, keep: bool, *, close: bool) -> None:
+        """After an answer: linger (a refused body), close, or wait for the next request."""
+        transport = self.transport
+        assert transport is not None
+        if close:
+            self._linger()
+            return
+        if not keep:
+            self._watch_writes()
+            transport.close()
+            return
+        self._answered = self._now()
+        self._set(self.limits.keep_alive, self._cut_silent)
+        self._waiting = True
+        self._watch_writes()
+        self._next()
+
+    def _answer_now(self, request: Request, reply: Reply) -> None:
+        """An answer sent before the request was read to its end (a 413, a 408): the connection closes."""
+        self._deadline = _NEVER
+        self.queue.clear()
+        self.closing = True
+        self._send(request, reply)
+
+    def _refuse_raw(self, status: int, message: str) -> None:
+        body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+        request = Request("?", "?", "", {}, keep_alive=False, http10=False)
+        self._answer_now(request, Reply(status, {"content-type": "application/json"}, (body,), close=True))
+
+    # -- giving up ------------------------------------------------------------------------------------
+
+    def _linger(self) -> None:
+        """After a 413 or 408: say so, end our side, and drop what the client still sends for a while."""
+        transport = self.transport
+        assert transport is not None
+        self.lingering = True
+        if transport.can_write_eof():
+            transport.write_eof()
+        transport.resume_reading()
+        self._watch_writes()
+        self._set(self.limits.linger, transport.abort)
+
+    def _body_too_slow(self) -> None:
+        request = self.current
+        if request is not None:
+            self._answer_now(
+                request, self.front.slow(request.method, request.path, request.headers, self.limits.body_timeout)
+            )
+
+    def _cut_silent(self) -> None:
+        """No request head in time (or an idle kept-alive connection): close, unless an answer is
+        still leaving (the write watch judges that one)."""
+        transport = self.transport
+        if transport is None or transport.is_closing() or self.busy is not None:
+            return
+        if transport.get_write_buffer_size():
+            self._set(self.limits.keep_alive, self._cut_silent)
+            return
+        transport.close()
+
+    def _watch_writes(self) -> None:
+        """Drop the connection if what is buffered for it stops leaving for `write_timeout` seconds."""
+        transport = self.transport
+        if transport is None or self._write_check != _NEVER or not transport.get_write_buffer_size():
+            return
+        self.unsent_seen = transport.get_write_buffer_size()
+        self._write_check = self._now() + self.limits.write_timeout
+
+    def _check_writes(self) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        unsent = transport.get_write_buffer_size()
+        if not unsent:
+            return
+        if unsent < self.unsent_seen:  # still leaving, however slowly
+            self.unsent_seen = unsent
+            self._write_check = self._now() + self.limits.write_timeout
+            return
+        log.warning(
+            "dropped an answer the client did not read for %g s: %s to %s, %d bytes unsent",
+            self.limits.write_timeout,
+            self.last_answer,
+            self.peer,
+            unsent,
+        )
+        transport.abort()
+        self.connections.freed = True
+
+    def state(self) -> str:
+        """What this connection is doing, for the shutdown log."""
+        unsent = self.pending_bytes()
+        if unsent:
+            return f"{self.last_answer} to {self.peer}: {unsent} bytes not yet read"
+        if self.busy is not None:
+            return f"{self.busy.method} {self.busy.path} from {self.peer}: still being answered"
+        if self.current is not None:
+            return f"{self.current.method} {self.current.path} from {self.peer}: its body had not all arrived"
+        return f"{self.peer}: a request head had not all arrived"
+
+    def pending_bytes(self) -> int:
+        """Bytes of answers written but not yet taken by the client's socket."""
+        transport = self.transport
+        try:
+            return transport.get_write_buffer_size() if transport is not None else 0
+        except RuntimeError:  # pragma: no cover - uvloop, after the transport closed
+            return 0
+
+    def idle(self) -> bool:
+        """Nothing in flight: no request begun, none being answered, nothing left to write."""
+        return (
+            self.busy is None
+            and self.current is None
+            and not self.queue
+            and not self.pending_bytes()
+            and not self._in_head
+        )
+
+    # -- small things ---------------------------------------------------------------------------------
+
+    def _grow_head(self, size: int) -> None:
+        self._head_size += size
+        if self._head_size > _MAX_HEAD:
+            self._refuse_raw(431, f"The request head is over {_MAX_HEAD} bytes.")
+            raise _Stop
+
+    def _set(self, seconds: float, then: Callable[[], Any]) -> None:
+        """The next deadline: `then` runs at the first sweep after `seconds` (see `Pool.sweep`)."""
+        self._deadline = self._now() + seconds
+        self._then = then
+
+    def tick(self, now: float) -> None:
+        """Run what is due: a deadline passed, or a check of an answer still leaving."""
+        if now >= self._deadline:
+            self._deadline = _NEVER
+            self._then()
+        if now >= self._write_check:
+            self._write_check = _NEVER
+            self._check_writes()
+
+
+def _nothing() -> None:
+    pass

@@ -1,0 +1,84 @@
+"""The server's open connections, capped by the open-file limit, and the sweep that runs their deadlines."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+
+__all__ = ["Pool"]
+
+log = logging.getLogger("sandbox.serve")
+
+
+class Pool:
+    """The server's open connections, at most `cap` of them. Each holds a file descriptor, and past
+    the open-file limit `accept()` fails: newcomers would be turned away while a flood of idle or
+    slow connections holds every descriptor. So at the cap the oldest connections with nothing in
+    flight (no answer being made or sent) are closed, a batch at a time, to make room."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.open: dict[Connection, None] = {}  # oldest first
+        self.freed = False
+        """An unread answer was dropped since the last sweep: give its memory back to the system."""
+
+    def __len__(self) -> int:
+        return len(self.open)
+
+    def __iter__(self) -> Iterator[Connection]:
+        return iter(list(self.open))
+
+    def add(self, connection: Connection) -> None:
+        self.open[connection] = None
+        if len(self.open) > self.cap:
+            self._shed(max(1, self.cap // 16))
+
+    def discard(self, connection: Connection) -> None:
+        self.open.pop(connection, None)
+
+    def _shed(self, count: int) -> None:
+        victims = [c for c in self.open if c.busy is None and not c.pending_bytes() and not c.queue][:count]
+        for victim in victims:
+            self.open.pop(victim, None)
+            if victim.transport is not None:
+                victim.transport.abort()
+        log.warning(
+            "%d connections open, the most this server's open-file limit allows: closed the %d oldest "
+            "idle or slow ones to make room (raise `ulimit -n` to hold more)",
+            self.cap,
+            len(victims),
+        )
+
+    def sweep(self, now: float) -> None:
+        """Run every connection's due deadlines (one timer for the server, none per request)."""
+        for connection in list(self.open):
+            connection.tick(now)
+        if self.freed:
+            self.freed = False
+            _trim_heap()
+
+
+def _trim_heap() -> None:
+    """Return freed memory to the system. A dropped answer's megabytes were made in a worker
+    thread's malloc arena, which glibc does not shrink by itself: without this, the process keeps
+    them (unused) after the client is gone. Elsewhere than glibc, nothing to do."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):  # pragma: no cover
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # pragma: no cover - musl and others have no malloc_trim
+        return None

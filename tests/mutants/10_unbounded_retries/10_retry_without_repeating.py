@@ -1,0 +1,47 @@
+"""Breaks 'at most N attempts': retries for as long as the provider fails.
+
+Caught by test_gives_up_with_an_error_that_says_why: one request sent 11 times.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sandbox import skyl
+
+MAX_ROUNDS = 5
+MAX_ATTEMPTS = 3
+RETRYABLE = {0, 429, 503, 529}
+BACKOFF = 0.05
+"""Seconds before the first retry when the provider gives no hint; doubled on each retry."""
+
+
+def _ask(client: skyl.Client, req: skyl.Request, stream: bool) -> skyl.Response:
+    while True:
+        try:
+            return skyl.collect_stream(client.stream(req)) if stream else client.complete(req)
+        except skyl.ProviderError as err:
+            if err.status not in RETRYABLE:
+                raise
+            time.sleep(err.retry_after if err.retry_after is not None else BACKOFF)
+
+
+def complete(
+    client: skyl.Client, req: skyl.Request, run: Callable[[skyl.ToolCall], str], stream: bool = False
+) -> skyl.Response:
+    """The bounded loop; only `_ask` retries, so each turn is appended and its tools run once."""
+    history: list[str] = []
+    for _ in range(MAX_ROUNDS):
+        resp = _ask(client, req, stream)
+        calls = resp.tool_calls()
+        if not calls:
+            return resp
+        req.messages.append(resp.message)
+        for call in calls:
+            history.append(call.name)
+            req.messages.append(skyl.tool_result_message(call.id, run(call)))
+    raise skyl.ToolLoopError(
+        f"gave up after {MAX_ROUNDS} tool rounds; call sequence was [{' '.join(history)}]: "
+        "check what these tools return"
+    )
