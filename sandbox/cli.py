@@ -27,6 +27,7 @@ from typing import NoReturn
 from . import _catalogue, skyl
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
+from ._kept import DEFAULT_MAX_KEPT
 from ._program_cli import add_commands
 from ._transport import transport
 from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
@@ -131,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
         cors = "answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)"
         sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
+        sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
+        sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
         room.add_options(sub, flag=sub is serve_)
     add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
     return parser
@@ -317,7 +320,14 @@ def _serve(args: argparse.Namespace) -> int:
         )
     args.cors_origin = cors_origins_of(args.cors_origin)
     engine_class = room.RecordingEngine if args.room else Engine
-    engine = engine_class(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
+    engine = engine_class(
+        args.scenario,
+        scenarios=scenarios,
+        budget=args.budget,
+        faults=args.faults,
+        kept=args.kept,
+        kept_mib=args.kept_mib,
+    )
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""

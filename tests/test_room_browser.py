@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sandbox.grading.judge._meta import load_challenges
-from tests.room_server import APPEND_ONCE, TURN_FIRST, Learner, Served, run, serving_room
+from tests.room_server import APPEND_ONCE, SCREENSHOTS, TURN_FIRST, Learner, Served, run, serving_room
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -223,5 +223,5 @@ def test_page_screenshot_for_the_projector(page: Any, served: Served, tmp_path_f
     assert page.locator("#learner .bubble.refusal .flag-rule").inner_text().startswith("rule: ")
     shot = tmp_path_factory.getbasetemp() / "room.png"
     page.screenshot(path=str(shot), full_page=True)
-    print(f"\nscreenshot of the room's page: {shot}")
     assert shot.stat().st_size > 20_000
+    SCREENSHOTS.append(shot)
