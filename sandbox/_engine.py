@@ -9,49 +9,33 @@ Every failure is a provider-shaped error; nothing here raises to the door.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
-import json
-import threading
-import time
+import itertools
 import urllib.parse
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
-from ._kept import KeptState
+from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState
+from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
+from ._repeats import RepeatGuard, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
-from ._types import ToolCall
+from ._senders import caller_key, owner_key
 from ._wrong_path import wrong_path
 from .clouds import CloudRefusal, CloudRoute
 from .faults import Applied, Delivery, Fault, FaultError, FaultPlan, fault_error, parse_faults, shape
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
 from .wire._sse import dumps, to_bytes
 
-__all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key"]
+__all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
 
 DEFAULT_BUDGET = 50
 """Model requests one conversation may make before the sandbox stops it as a runaway."""
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
-_REPEAT_WINDOW = 2.0
-"""Seconds: identical requests closer together than this count toward the budget as one runaway."""
-MAX_MESSAGES = 4096
-"""Messages (neutral: one per tool result) in one request. [INF] A sandbox limit, not a provider's:
-a conversation within the budget of 50 turns needs a small fraction of it, and it keeps the cost of
-one request bounded."""
-MAX_CALLS_PER_TURN = 512
-"""Tool calls in one assistant turn. [INF] A sandbox limit; no scripted turn comes near it."""
-MAX_ITEMS = 10_000
-"""Messages, content parts and tools in one request, counted before the request is parsed. [INF] A
-sandbox limit: each costs tens of microseconds to validate, and 4 MiB holds 150,000 tiny ones. A
-conversation within the budget holds a few hundred."""
-_COUNT_ABOVE = 64 * 1024
-"""Bodies smaller than this cannot hold enough items to matter, and skip the count."""
 
 
 @dataclass(frozen=True)
@@ -90,29 +74,6 @@ class Exchange:
         return self.headers.get("content-type", "").startswith("text/event-stream")
 
 
-class _RepeatGuard:
-    """Counts identical requests, the one runaway the history cannot show: a loop that resends the
-    same request without appending anything. Counts reset after `window` seconds of quiet, so
-    re-running a test suite is never mistaken for a loop."""
-
-    def __init__(self, limit: int, window: float = _REPEAT_WINDOW, size: int = 10_000) -> None:
-        self.limit = limit
-        self.window = window
-        self._size = size
-        self._seen: OrderedDict[str, tuple[int, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def count(self, key: str) -> int:
-        now = time.monotonic()
-        with self._lock:
-            seen, last = self._seen.pop(key, (0, now))
-            seen = seen + 1 if now - last <= self.window else 1
-            self._seen[key] = (seen, now)
-            if len(self._seen) > self._size:
-                self._seen.popitem(last=False)
-            return seen
-
-
 class Engine:
     """Answers requests for a scenario.
 
@@ -128,9 +89,15 @@ class Engine:
         budget: int = DEFAULT_BUDGET,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         faults: Sequence[Fault] | str | None = None,
+        kept: int = DEFAULT_MAX_KEPT,
+        kept_mib: float = DEFAULT_MAX_KEPT_BYTES / (1024 * 1024),
     ) -> None:
         if not isinstance(budget, int) or budget < 1:
             raise UsageError(f"budget={budget!r}: use a whole number of requests, at least 1.")
+        if not isinstance(kept, int) or kept < 0:
+            raise UsageError(f"kept={kept!r}: use a whole number of stored responses and thread turns, 0 or more.")
+        if not isinstance(kept_mib, (int, float)) or not 0 <= kept_mib < 1024 * 1024:
+            raise UsageError(f"kept_mib={kept_mib!r}: use a number of MiB, 0 or more (64 by default).")
         self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
         self.faults = FaultPlan(parse_faults(faults) if isinstance(faults, str) else tuple(faults or ()), budget=budget)
         """Ad-hoc faults (`transport(faults=...)`), and the attempt counts of every fault that plays."""
@@ -147,10 +114,12 @@ class Engine:
                 self.faults.check_request(fault, where=f"scenario {playing.name!r}:")
         self.budget = budget
         self.max_body_bytes = max_body_bytes
-        self.kept = KeptState()
-        """Threads and stored responses (`previous_response_id`): the one state the engine keeps, for
-        the clients of providers that keep it (see `_kept`)."""
-        self._repeats = _RepeatGuard(budget)
+        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024))
+        """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
+        keeps, for the clients of providers that keep it (see `_kept`)."""
+        self._repeats = RepeatGuard()
+        self._answers = itertools.count(1)
+        """Numbers every request this engine answers: the ids an answer issues for itself carry it."""
 
     def handle(
         self,
@@ -166,11 +135,15 @@ class Engine:
 
         `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
         `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
-        (a direct call, no URL) streams SSE. `headers` (lower-case names) are read only at the clouds'
-        paths (Azure OpenAI, Vertex AI), whose front ends check a key.
+        (a direct call, no URL) streams SSE. `headers` (lower-case names) are read at the clouds' paths
+        (Azure OpenAI, Vertex AI), whose front ends check a key, and for the credential that owns kept
+        state (`owner_key`).
         """
         found = route(path)
-        digest = _request_digest(method, path, body)
+        digest = self._identity(method, path, body)
+        owner = owner_key(headers or {})
+        if path == CONVERSATIONS or path.startswith(CONVERSATIONS + "/"):
+            return self._conversations(method, path, body, query or "", owner, digest)
         cloud: CloudRoute | None = None
         if found is None and method.upper() == "POST":
             translated = clouds.translate(path, query or "", headers or {}, body)
@@ -188,32 +161,66 @@ class Engine:
             array = found.stream and query is not None and _gemini_alt(wire, query) == "json"
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
-            if len(body) > _COUNT_ABOVE:
-                _check_items(wire, body)
-            expanded = self.kept.expand(wire, body)
+            if len(body) > COUNT_ABOVE:
+                check_items(wire, body)
+            expanded = self.kept.expand(wire, body, owner)
+        except WireError as error:
+            return _error_exchange(method, path, body, wire, error, conversation, digest)
+        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+            return _error_exchange(method, path, body, wire, _internal(wire, exc), conversation, digest)
+        try:
             conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
-            _check_size(wire, conversation)
+            check_size(wire, conversation)
             if cloud is not None:
                 if self.pinned is None and conversation.model not in self.scenarios:
                     raise clouds.not_found(cloud)
                 conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
             exchange = self._answer(method, path, body, wire, conversation, client, digest)
             if exchange.turn is not None and exchange.delivers_turn:
-                self.kept.keep(expanded, wire, conversation, exchange.turn)
+                self.kept.keep(expanded, wire, conversation, exchange.turn, owner)
+            else:
+                self.kept.release(expanded)
             return _as_json_array(exchange) if array else exchange
         except WireError as error:
+            self.kept.release(expanded)
+            error = self.kept.explain(error, expanded)
             return _error_exchange(method, path, body, wire, error, conversation, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
-            message = _printable(f"sandbox internal error: {type(exc).__name__}: {exc}")
-            internal = wire.error(500, message, rule=Rule.MALFORMED)
-            return _error_exchange(method, path, body, wire, internal, conversation, digest)
+            self.kept.release(expanded)
+            return _error_exchange(method, path, body, wire, _internal(wire, exc), conversation, digest)
+
+    def _conversations(self, method: str, path: str, body: bytes, query: str, owner: str, digest: str) -> Exchange:
+        """OpenAI's Conversations endpoints: kept state, answered by `_kept`."""
+        wire = self.kept.conversations.wire
+        try:
+            if len(body) > self.max_body_bytes:
+                raise self._too_large(wire, len(body))
+            status, answer = self.kept.conversations.handle(method, path, query, body, owner, digest)
+        except WireError as error:
+            return _error_exchange(method, path, body, wire, error, None, digest)
+        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+            return _error_exchange(method, path, body, wire, _internal(wire, exc), None, digest)
+        headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+        return Exchange(method, path, status, headers, (answer,), body, wire.name)
+
+    def runs_inline(self, body: bytes, inline_bytes: int) -> bool:
+        """Whether an event-loop door may answer `body` on the loop: a small request that continues no
+        kept state (a continuation's history is its chain's, whatever its own size)."""
+        return len(body) <= inline_bytes and not self.kept.may_continue(body)
+
+    def _identity(self, method: str, path: str, body: bytes) -> str:
+        """What every id an answer issues for itself derives from (its response id, its request id): the
+        request and this engine's number for it, so two senders of the same request never share an id
+        (a thread, a stored response, a conversation), and a fresh engine answers the same requests, in
+        the same order, with the same ids on every run."""
+        return _request_digest(method, path, f"{next(self._answers)}\0".encode() + body)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = _request_digest(method, path, f"oversized:{size}".encode())
+        digest = self._identity(method, path, f"oversized:{size}".encode())
         return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
@@ -231,7 +238,7 @@ class Engine:
         provider that `path` belongs to, as the engine's errors are."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = _request_digest(method, path, f"refused:{status}:{message}".encode())
+        digest = self._identity(method, path, f"refused:{status}:{message}".encode())
         return _error_exchange(method, path, b"", wire, wire.error(status, message, rule=Rule.MALFORMED), None, digest)
 
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
@@ -258,20 +265,33 @@ class Engine:
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise _budget_error(wire, scenario, self.budget, turns)
         position = replay(wire, scenario, conversation)
-        repeats = self._repeats.count(_fingerprint(client, path, body))
-        if repeats > self.budget:
-            raise _repeat_error(wire, scenario, self.budget, repeats)
-        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, digest)
+        history, continued = history_keys(f"{path}\0{scenario.name}", conversation.messages)
+        if continued is not None:
+            self._repeats.moved_on(continued)
+        if scenario.steps[position.script_index].calls:  # a final answer ends its conversation: never a loop
+            repeats = self._repeats.count(client, history)
+            if repeats > self.budget:
+                raise repeat_error(wire, scenario, self.budget, repeats)
+        attempt = _request_digest(method, path, body)  # a retry is the same request: faults count attempts by it
+        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, attempt)
         plain_stream_error = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
         if applied is not None and (applied.fault.is_error or plain_stream_error):
             raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
-            headers = {"content-type": wire.stream_media_type, **wire.request_headers(digest)}
+            headers = {
+                "content-type": wire.stream_media_type,
+                **wire.request_headers(digest),
+                **wire.answer_headers(digest, stream=True),
+            }
         else:
             chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
-            headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+            headers = {
+                "content-type": wire.media_type,
+                **wire.request_headers(digest),
+                **wire.answer_headers(digest, stream=False),
+            }
         delivery = None
         if applied is not None:
             chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
@@ -331,24 +351,14 @@ class Engine:
 
 
 def _request_digest(method: str, path: str, body: bytes) -> str:
-    """A hex digest unique to the request: the seed of the request id every answer carries, so the id
-    is the same for the same request on every run and differs between any two requests."""
+    """A hex digest unique to the request's method, path and bytes (the engine adds its number for the
+    request to make an answer's identity: `Engine._identity`)."""
     key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
     return hashlib.blake2b(key, digest_size=16).hexdigest()
 
 
-def caller_key() -> str:
-    """Who is asking, for an in-process door: the calling thread, and the asyncio task within it.
-
-    The repeat guard counts identical requests per caller, so that 64 threads of one test suite
-    sending the same first request are 64 callers, while a loop resending one request is one.
-    """
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no event loop running in this thread
-        task = None
-    thread = f"thread:{threading.get_ident()}"
-    return thread if task is None else f"{thread}/task:{id(task)}"
+def _internal(wire: WireFormat, exc: Exception) -> WireError:
+    return wire.error(500, _printable(f"sandbox internal error: {type(exc).__name__}: {exc}"), rule=Rule.MALFORMED)
 
 
 def _gemini_alt(wire: WireFormat, query: str) -> str:
@@ -377,88 +387,12 @@ def _as_json_array(exchange: Exchange) -> Exchange:
     return dataclasses.replace(exchange, headers={"content-type": "application/json"}, chunks=chunks)
 
 
-def _check_items(wire: WireFormat, body: bytes) -> None:
-    """Refuse a request with more than `MAX_ITEMS` messages, parts and tools before the wire format
-    parses and validates them one by one. Anything this cannot read is left to the wire format."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return
-    if not isinstance(data, dict):
-        return
-    items = 0
-    for key in ("messages", "input", "contents", "tools"):
-        value = data.get(key)
-        if not isinstance(value, list):
-            continue
-        items += len(value)
-        for entry in value:
-            if isinstance(entry, dict):
-                for inner in ("content", "parts", "functionDeclarations", "function_declarations"):
-                    nested = entry.get(inner)
-                    if isinstance(nested, list):
-                        items += len(nested)
-    if items > MAX_ITEMS:
-        raise wire.error(
-            400,
-            f"sandbox: this request holds {items} messages, content parts and tools; the sandbox accepts "
-            f"at most {MAX_ITEMS}. A conversation that long is a loop that never stopped: bound the "
-            "loop (about 5 rounds), and start a new conversation for a new task.",
-            rule=Rule.TOO_LARGE,
-            code="sandbox_too_many_items",
-        )
-
-
-def _check_size(wire: WireFormat, conversation: Conversation) -> None:
-    """The sandbox's limits on one request, so that no single request can hold the engine for long."""
-    messages = conversation.messages
-    if len(messages) > MAX_MESSAGES:
-        raise wire.error(
-            400,
-            f"sandbox: this request holds {len(messages)} messages (tool results count one each); the "
-            f"sandbox accepts at most {MAX_MESSAGES}. A conversation that long is a loop that never "
-            "stopped: bound the loop (about 5 rounds), and start a new conversation for a new task.",
-            rule=Rule.TOO_LARGE,
-            code="sandbox_too_many_messages",
-        )
-    for index, message in enumerate(messages):
-        calls = sum(1 for part in message.content if isinstance(part, ToolCall))
-        if calls > MAX_CALLS_PER_TURN:
-            raise wire.error(
-                400,
-                f"sandbox: {conversation.paths[index]} holds {calls} tool calls in one assistant turn; the "
-                f"sandbox accepts at most {MAX_CALLS_PER_TURN}. The scripted model never makes that many: "
-                "echo each turn exactly as it came back (resp.message), once.",
-                rule=Rule.TOO_LARGE,
-                param=conversation.paths[index],
-                code="sandbox_too_many_calls",
-                message_index=index,
-            )
-
-
-def _fingerprint(client: str, path: str, body: bytes) -> str:
-    key = f"{client}\0{path}\0".encode("utf-8", "surrogatepass") + body
-    return hashlib.blake2b(key, digest_size=16).hexdigest()
-
-
 def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> WireError:
     return wire.error(
         400,
         f"sandbox: this conversation has used its budget of {budget} model requests (scenario "
         f"{scenario.name!r}, {step} model turns so far). A loop that never stops would bill you for "
         "every round: bound the loop (about 5 rounds) and make its error name the calls it saw.",
-        rule=Rule.BUDGET,
-        code="sandbox_budget_exhausted",
-    )
-
-
-def _repeat_error(wire: WireFormat, scenario: Scenario, budget: int, repeats: int) -> WireError:
-    return wire.error(
-        400,
-        f"sandbox: this exact request has arrived {repeats} times, each within {_REPEAT_WINDOW:g} s of the "
-        f"last (scenario {scenario.name!r}), over the budget of {budget}: the conversation is not moving "
-        "on. A loop that never appends resp.message and the tool results asks the model the same "
-        "question forever; append them, and bound the loop (about 5 rounds).",
         rule=Rule.BUDGET,
         code="sandbox_budget_exhausted",
     )

@@ -9,6 +9,7 @@ sandbox scenarios            the scenario catalogue
 sandbox replay SCENARIO      a reference run of a scenario, request by request
 sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
 sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
+sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
 """
 
@@ -26,12 +27,13 @@ from typing import NoReturn
 from . import _catalogue, skyl
 from ._engine import DEFAULT_BUDGET, Engine
 from ._exceptions import SandboxError
+from ._kept import DEFAULT_MAX_KEPT
+from ._program_cli import add_commands
 from ._transport import transport
 from .grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
 from .grading.judge._progress import Progress
 from .grading.judge._state import State
 from .grading.judge._transcript import describe_call, describe_message, quote
-from .grading.programs._program_cases import CASES
 from .room import _cli as room
 from .server import cors_origins_of, serve
 from .wire import PROVIDERS
@@ -39,7 +41,6 @@ from .wire import PROVIDERS
 __all__ = ["main"]
 
 REPLAY_ROUNDS = 5
-GRADE_TIMEOUT = 10.0
 
 
 class CommandError(Exception):
@@ -131,30 +132,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
         cors = "answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)"
         sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
+        sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
+        sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
         room.add_options(sub, flag=sub is serve_)
-    grade_ = command(
-        "grade",
-        "Grade a program in any language on the challenges: sandbox grade [N] [options] -- COMMAND [ARGS...]",
-        _grade,
-        [where],
-    )
-    grade_.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop (default: all)")
-    grade_.add_argument(
-        "--wire",
-        default=",".join(PROVIDERS),
-        metavar="LIST",
-        help=f"the wire formats the program speaks, comma-separated (default: {','.join(PROVIDERS)})",
-    )
-    grade_.add_argument("--report", type=Path, default=None, metavar="PATH", help="write Gradescope results.json")
-    grade_.add_argument(
-        "--timeout",
-        type=float,
-        default=GRADE_TIMEOUT,
-        metavar="S",
-        help=f"seconds per case (default {GRADE_TIMEOUT:g})",
-    )
-    grade_.add_argument("--build", default=None, metavar="CMD", help="run CMD once first, e.g. 'go build -o loop .'")
-    room.add_join_options(grade_)
+    add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
     return parser
 
 
@@ -339,7 +320,14 @@ def _serve(args: argparse.Namespace) -> int:
         )
     args.cors_origin = cors_origins_of(args.cors_origin)
     engine_class = room.RecordingEngine if args.room else Engine
-    engine = engine_class(args.scenario, scenarios=scenarios, budget=args.budget, faults=args.faults)
+    engine = engine_class(
+        args.scenario,
+        scenarios=scenarios,
+        budget=args.budget,
+        faults=args.faults,
+        kept=args.kept,
+        kept_mib=args.kept_mib,
+    )
 
     def banner() -> None:
         """Printed once the port is bound, so a taken port prints only its error."""
@@ -360,45 +348,3 @@ def _serve(args: argparse.Namespace) -> int:
         return room.serve_room(args, engine, banner)
     serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
     return 0
-
-
-# -- programs in any language ------------------------------------------------------------------------
-
-
-def _grade(args: argparse.Namespace) -> int:
-    from .grading.programs._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
-
-    if not args.program:
-        raise CommandError(
-            "sandbox grade needs the program to run after `--`, e.g.: sandbox grade 2 -- ./loop  or  "
-            "sandbox grade -- node examples/js/loop.mjs"
-        )
-    providers = [name.strip() for name in args.wire.split(",") if name.strip()]
-    unknown = [name for name in providers if name not in PROVIDERS]
-    if unknown or not providers:
-        raise CommandError(f"--wire {args.wire}: use one or more of {', '.join(PROVIDERS)}, comma-separated.")
-    if args.timeout <= 0:
-        raise CommandError(f"--timeout {args.timeout}: use a number of seconds above 0.")
-    root = find_root(args.dir or Path.cwd())
-    known = {info.name: info for info in load_challenges(root)} if root else {}
-    programs = [known.get(name) or ChallengeInfo(name, Path(name)) for name in CASES]
-    chosen = programs
-    if args.number:
-        found = _pick([*programs, *(info for name, info in known.items() if name not in CASES)], args.number)
-        if found.name not in CASES:
-            choices = "\n".join(f"- {info.number}: {info.name}" for info in programs)
-            raise CommandError(f"{found.name} grades Python code only so far. A program is graded on:\n{choices}")
-        chosen = [found]
-    return room.around_grade(
-        args,
-        lambda observe: grade(
-            args.program,
-            plan([info.name for info in chosen], providers),
-            out=sys.stdout,
-            timeout=args.timeout,
-            report=args.report,
-            build=args.build,
-            titles={info.name: info.title for info in chosen},
-            observe=observe,
-        ),
-    )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -62,3 +64,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the framework suite (tests/frameworks) last: the frameworks cache clients whose connections
     stay open, and an in-process pytest run of a later test (the graders') would report them."""
     items.sort(key=lambda item: "tests/frameworks/" in item.nodeid)
+
+
+@pytest.fixture(scope="session")
+def go() -> str:
+    """The Go toolchain. CI installs it (`.ci/run` sets SANDBOX_REQUIRE_GO=1, so there a missing
+    toolchain fails instead of skipping)."""
+    found = shutil.which("go")
+    if found is None:
+        if os.environ.get("SANDBOX_REQUIRE_GO"):
+            pytest.fail("SANDBOX_REQUIRE_GO is set but `go` is not on PATH: install golang-go.")
+        pytest.skip("go is not installed")
+    return found
+
+
+@pytest.fixture(scope="session")
+def go_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment in which Go writes only under one temporary folder (shared by every test of the
+    session, so the standard library compiles once) and fetches nothing (GOPROXY=off)."""
+    scratch = tmp_path_factory.mktemp("go")
+    return {
+        **os.environ,
+        "GOFLAGS": "-mod=mod",
+        "GOPROXY": "off",
+        "GOTOOLCHAIN": "local",
+        "GOCACHE": str(scratch / "cache"),
+        "GOPATH": str(scratch / "path"),
+        "CGO_ENABLED": "0",
+    }
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The room page's screenshot of this run (tests/test_room_browser.py), where a person can look at it."""
+    from tests.room_server import SCREENSHOTS
+
+    for shot in SCREENSHOTS:
+        terminalreporter.write_line(f"room page screenshot: {shot}")

@@ -1,9 +1,9 @@
 """The reference programs in Go and JavaScript pass through `sandbox grade`; the Go mistakes fail with
-the rule named; a room of Go submissions gets one honest report each.
+the rule named, in the Go names of the lesson; a room of Go submissions gets one honest report each.
 
-Run wherever `go` and `node` are installed; CI installs Go (`.ci/run` sets SANDBOX_REQUIRE_GO=1, so
-there a missing toolchain fails instead of skipping). Go builds once per session into a temporary
-directory, with a temporary cache and no network: the examples use the standard library only.
+Run wherever `go` and `node` are installed (CI installs both, and there a missing one fails). Go builds
+once per session into a temporary directory, with a temporary cache and no network (`go_env`): the
+examples and the skyl client use the standard library only.
 """
 
 from __future__ import annotations
@@ -17,61 +17,35 @@ from pathlib import Path
 
 import pytest
 
+from sandbox._scaffold import GO_SOURCES, init_go
 from sandbox.cli import main
-from sandbox.grading.judge._lessons import REPORT, Lesson, lesson_for
+from sandbox.grading.judge._language import detect_language
+from sandbox.grading.judge._lessons import END, REPORT, STREAM, Lesson, lesson_for
 from sandbox.grading.programs._program_cases import CASES
-from sandbox.wire import Rule
+from sandbox.wire import PROVIDERS, Rule
 
 ROOT = Path(__file__).resolve().parent.parent
 GO_MODULE = ROOT / "examples" / "go"
 JS_LOOP = ROOT / "examples" / "js" / "loop.mjs"
-MISTAKES = ("assistant_text", "unbounded", "no_sequence")
+MISTAKES = ("assistant_text", "unbounded", "no_sequence", "stop_reason", "last_fragment", "drop_reasoning")
 ALL_CASES = sum(len(cases) for cases in CASES.values())
 
 
-def go_environment(scratch: Path) -> dict[str, str]:
-    """Everything Go writes goes under `scratch`; nothing is fetched (GOPROXY=off, no modules needed)."""
-    return {
-        **os.environ,
-        "GOFLAGS": "-mod=mod",
-        "GOPROXY": "off",
-        "GOTOOLCHAIN": "local",
-        "GOCACHE": str(scratch / "cache"),
-        "GOPATH": str(scratch / "path"),
-        "CGO_ENABLED": "0",
-    }
-
-
 @pytest.fixture(scope="session")
-def go(tmp_path_factory: pytest.TempPathFactory) -> str:
-    found = shutil.which("go")
-    if found is None:
-        if os.environ.get("SANDBOX_REQUIRE_GO"):
-            pytest.fail("SANDBOX_REQUIRE_GO is set but `go` is not on PATH: install golang-go.")
-        pytest.skip("go is not installed")
-    return found
-
-
-@pytest.fixture(scope="session")
-def go_scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("go")
-
-
-@pytest.fixture(scope="session")
-def go_programs(go: str, go_scratch: Path) -> Path:
+def go_programs(go: str, go_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reference and the mistakes, built once: `<dir>/loop`, `<dir>/assistant_text`, ..."""
-    out = go_scratch / "bin"
-    out.mkdir()
+    out = tmp_path_factory.mktemp("bin")
     done = subprocess.run(
         [go, "build", "-o", f"{out}{os.sep}", "./..."],
         cwd=GO_MODULE,
-        env=go_environment(go_scratch),
+        env=go_env,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
     assert done.returncode == 0, f"go build failed:\n{done.stdout}{done.stderr}"
+    assert sorted(path.name for path in out.iterdir()) == sorted(["loop", *MISTAKES])
     return out
 
 
@@ -80,27 +54,60 @@ def grade(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return status, capsys.readouterr().out
 
 
+def flat(text: str) -> str:
+    """Whitespace collapsed: rules and hints are wrapped to the terminal's width."""
+    return " ".join(text.split())
+
+
+def names_rule(text: str, lesson: Lesson, language: str = "go") -> bool:
+    """The feedback names the lesson's rule, in the language's names."""
+    from sandbox.grading.judge._language import translate
+
+    return flat(f"Rule: {translate(lesson.rule, language)}") in flat(text)
+
+
 def test_go_sources_are_gofmt_clean(go: str) -> None:
     gofmt = Path(go).with_name("gofmt")
-    done = subprocess.run([str(gofmt), "-l", "."], cwd=GO_MODULE, capture_output=True, text=True, check=False)
-    assert done.returncode == 0 and done.stdout == "", f"not gofmt-formatted: {done.stdout}{done.stderr}"
+    for folder in (GO_MODULE, GO_SOURCES):
+        done = subprocess.run([str(gofmt), "-l", "."], cwd=folder, capture_output=True, text=True, check=False)
+        assert done.returncode == 0 and done.stdout == "", f"not gofmt-formatted: {done.stdout}{done.stderr}"
 
 
-def test_the_go_reference_passes_every_challenge(
+def test_go_vet_finds_nothing(go: str, go_env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [go, "vet", "./..."], cwd=GO_MODULE, env=go_env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_go_client_passes_its_own_tests(go: str, go_env: dict[str, str]) -> None:
+    """skyl's stream decoding and echo rules, case by case (sandbox/golang/skyl/skyl_test.go)."""
+    done = subprocess.run(
+        [go, "test", "./..."],
+        cwd=GO_SOURCES / "skyl",
+        env=go_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_go_reference_passes_every_challenge_on_all_four_wire_formats(
     go_programs: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """OpenAI Chat and Anthropic, each plain and streamed (05 streams every request)."""
+    """OpenAI Chat and Responses, Anthropic and Gemini, each plain and streamed (05 streams every
+    request), reasoning turns echoed whole (09)."""
     report = tmp_path / "results.json"
-    status, out = grade(capsys, "--wire", "openai,anthropic", "--report", str(report), "--", str(go_programs / "loop"))
+    status, out = grade(capsys, "--report", str(report), "--", str(go_programs / "loop"))
     assert status == 0, out
     results = json.loads(report.read_text())
-    assert results["score"] == 2 * ALL_CASES == len(results["tests"])
+    assert results["score"] == len(PROVIDERS) * ALL_CASES == len(results["tests"])
     assert results["output"].startswith(f"{len(CASES)}/{len(CASES)} challenges passed")
-
-
-def names_rule(text: str, lesson: Lesson) -> bool:
-    """The feedback names the lesson's rule (wrapped to the terminal's width, so whitespace is collapsed)."""
-    return " ".join(f"Rule: {lesson.rule}".split()) in " ".join(text.split())
+    assert "09_keep_the_whole_turn" in results["extra_data"]["challenges"]
+    assert "Concurrent tool calls with asyncio" not in out and "Concurrent tool calls" in out
+    assert "Traceback" not in out and "CancelledError" not in out
 
 
 @pytest.mark.parametrize(
@@ -114,10 +121,13 @@ def names_rule(text: str, lesson: Lesson) -> bool:
         ),
         ("unbounded", "2", "gives_up_at_the_bound[runaway-", lesson_for(Rule.BUDGET)),
         ("no_sequence", "4", "the_report_names_the_bound_and_the_calls[runaway-", REPORT),
+        ("stop_reason", "6", "ends_when_the_call_list_is_empty[stop_reason_mismatch-", END),
+        ("last_fragment", "5", "streams_every_turn[single_call-", STREAM),
+        ("drop_reasoning", "9", "keeps_the_whole_turn[multi_step_reasoning-", lesson_for(Rule.REASONING_DROPPED)),
     ],
     ids=lambda value: value if isinstance(value, str) and "[" not in value else "",
 )
-def test_a_go_mistake_fails_with_the_rule_named(
+def test_a_go_mistake_fails_with_the_rule_named_in_go(
     go_programs: Path,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -127,30 +137,72 @@ def test_a_go_mistake_fails_with_the_rule_named(
     lesson: Lesson,
 ) -> None:
     report = tmp_path / "results.json"
-    status, out = grade(
-        capsys, challenge, "--wire", "openai,anthropic", "--report", str(report), "--", str(go_programs / mistake)
-    )
+    wires = "openai-responses,anthropic"
+    status, out = grade(capsys, challenge, "--wire", wires, "--report", str(report), "--", str(go_programs / mistake))
     assert status == 1
     assert names_rule(out, lesson), out
     tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
     caught = [test for name, test in tests.items() if failing in name]
-    assert len(caught) == 2  # one per wire format
+    assert len(caught) == 2, sorted(tests)  # one per wire format
     for test in caught:
         assert test["status"] == "failed"
         assert names_rule(test["output"], lesson), test["output"]
+        # Go's names, never skyl's Python ones.
+        for python in ("resp.message", "resp.tool_calls()", "assistant_text(", "resp.text()", "tool_result_message("):
+            assert python not in test["output"], (python, test["output"])
+
+
+def test_the_go_feedback_names_the_go_api(go_programs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The lesson's DON'T, told in the lesson's words: `skyl.AssistantText(resp.Text())`, `resp.Message`."""
+    _, out = grade(capsys, "2", "--wire", "anthropic", "--", str(go_programs / "assistant_text"))
+    assert "skyl.AssistantText(resp.Text()) keeps the prose and drops the calls" in flat(out)
+    assert "Append resp.Message before any tool result" in flat(out)
+
+
+def test_the_report_hint_writes_go_not_an_f_string(go_programs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = grade(capsys, "4", "--wire", "openai", "--", str(go_programs / "no_sequence"))
+    assert 'fmt.Errorf("gave up after %d tool rounds; call sequence was %v' in flat(out), out
+
+
+def test_the_stop_reason_mistake_is_told_about_the_stop_reason(
+    go_programs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not "the calls were lost on the way": nothing was lost, the loop trusted the stop reason."""
+    _, out = grade(capsys, "6", "--wire", "openai", "--", str(go_programs / "stop_reason"))
+    headline = out.split("======== FAILED", 1)[1].splitlines()[1]
+    assert "lost on the way" not in headline, headline
+    assert "stop reason" in headline and "ToolCalls()" not in headline, headline
+
+
+def test_a_stream_rebuilt_from_the_last_fragment_is_told_to_join_the_fragments(
+    go_programs: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report = tmp_path / "results.json"
+    status, _ = grade(
+        capsys, "5", "--wire", "openai,anthropic", "--report", str(report), "--", str(go_programs / "last_fragment")
+    )
+    assert status == 1
+    failed = [test for test in json.loads(report.read_text())["tests"] if test["status"] == "failed"]
+    assert failed
+    for test in failed:
+        assert "never a reconstruction" not in test["output"], test["output"]
+        assert names_rule(test["output"], STREAM), test["output"]
 
 
 def test_a_room_of_go_submissions_gets_one_honest_report_each(
-    go: str, go_scratch: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    go: str, go_env: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What an instructor runs: build each submission, grade it, one results.json per learner."""
+    """What an instructor runs: each learner's module (made by `sandbox init go`, the loop in loop/),
+    built with a shell line, graded, one results.json per learner."""
     room = tmp_path / "submissions"
-    for name in ("alice", "bob", "carol"):
-        shutil.copytree(GO_MODULE, room / name, ignore=shutil.ignore_patterns("mistakes"))
-    shutil.copy(GO_MODULE / "mistakes" / "assistant_text" / "main.go", room / "bob" / "loop" / "main.go")
+    for name, source in (("alice", "loop"), ("bob", "mistakes/assistant_text"), ("carol", "loop")):
+        init_go(room / name)
+        (room / name / "main.go").unlink()
+        (room / name / "loop").mkdir()
+        shutil.copy(GO_MODULE / source / "main.go", room / name / "loop" / "main.go")
     carol = room / "carol" / "loop" / "main.go"
     carol.write_text(carol.read_text().replace("return resp, nil // the model is done", "return resp nil"))
-    for key, value in go_environment(go_scratch).items():
+    for key, value in go_env.items():
         monkeypatch.setenv(key, value)
     reports = tmp_path / "reports"
     reports.mkdir()
@@ -164,7 +216,7 @@ def test_a_room_of_go_submissions_gets_one_honest_report_each(
             "--report",
             str(reports / f"{submission.name}.json"),
             "--build",
-            f"{go} build -o loop-bin ./loop",
+            f"cd loop && {go} build -o ../loop-bin .",
             "--",
             "./loop-bin",
         )
@@ -181,15 +233,29 @@ def test_a_room_of_go_submissions_gets_one_honest_report_each(
     )
     assert bob["extra_data"]["challenges"]["02_bounded_loop"]["status"] == "failing"
     assert carol_report["score"] == 0 and len(carol_report["tests"]) == ALL_CASES
+    line = next(number for number, text in enumerate(carol.read_text().splitlines(), 1) if "return resp nil" in text)
     for test in carol_report["tests"]:
         assert test["output"].startswith("The program did not build (exit status 2), so no case could run.")
-        assert "loop/main.go:31:16: syntax error: unexpected nil" in test["output"]
+        assert f"main.go:{line}:16: syntax error: unexpected nil" in test["output"], test["output"]
+
+
+def test_language_is_read_from_the_command_and_the_build(go_programs: Path, tmp_path: Path) -> None:
+    script = tmp_path / "loop.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    assert detect_language(["node", "loop.mjs"], None) == "js"
+    assert detect_language([str(go_programs / "loop")], None) == "go"  # the binary's build-info header
+    assert detect_language(["./loop-bin"], "cd loop && go build -o ../loop-bin .") == "go"
+    assert detect_language(["python3", "loop.py"], None) == "python"
+    assert detect_language([str(script)], None) == "other"
 
 
 @pytest.fixture(scope="session")
 def node() -> str:
     found = shutil.which("node")
     if found is None:
+        if os.environ.get("SANDBOX_REQUIRE_NODE"):
+            pytest.fail("SANDBOX_REQUIRE_NODE is set but `node` is not on PATH: install nodejs.")
         pytest.skip("node is not installed")
     return found
 
@@ -202,3 +268,40 @@ def test_the_javascript_reference_passes(
     status, out = grade(capsys, *chosen, "--wire", wire, "--", node, str(JS_LOOP))
     assert status == 0, out
     assert re.search(r"Progress \[#+\] (\d+)/\1 challenges passed", out), out
+
+
+def test_a_program_that_speaks_fewer_formats_is_told_to_use_wire(node: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The JavaScript loop speaks OpenAI Chat and Anthropic: graded on all four, the first thing it is
+    told is which formats it did not speak and the command that grades the others."""
+    status, out = grade(capsys, "1", "--", node, str(JS_LOOP))
+    assert status == 1
+    first_screen = out.split("======== FAILED", 1)[0]
+    assert "did not speak openai-responses, gemini" in flat(first_screen), first_screen
+    assert f"sandbox grade 1 --wire openai,anthropic -- {node} {JS_LOOP}" in first_screen, first_screen
+
+
+def test_the_javascript_feedback_names_the_javascript_api(
+    node: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    mistake = tmp_path / "mistake.mjs"
+    source = JS_LOOP.read_text()
+    assert "req.messages.push(resp.message);" in source
+    mistake.write_text(
+        source.replace(
+            "req.messages.push(resp.message);", 'req.messages.push({ role: "assistant", text: resp.text, calls: [] });'
+        )
+    )
+    _, out = grade(capsys, "2", "--wire", "anthropic", "--", node, str(mistake))
+    assert names_rule(out, lesson_for(Rule.RESULT_WITHOUT_TURN), "js"), out
+    assert "skyl." not in out and "resp.tool_calls()" not in out, out
+
+
+def test_the_readme_counts_the_cases_the_walkthroughs_grade() -> None:
+    """The Go walkthrough's full grade runs every case on all four formats, the JavaScript one on two."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    go_line = next(
+        line for line in readme.splitlines() if line.startswith("sandbox grade -- ./loop") and " cases:" in line
+    )
+    js_line = next(line for line in readme.splitlines() if "-- node examples/js/loop.mjs    #" in line)
+    assert f"# {len(PROVIDERS) * ALL_CASES} cases" in go_line, go_line
+    assert f"# {2 * ALL_CASES} cases" in js_line, js_line

@@ -183,7 +183,9 @@ def test_store_false_keeps_nothing_as_the_real_api_does() -> None:
             client.responses.create(
                 model="single_call", previous_response_id=first.id, input=_response_input(first), tools=tools
             )
-    assert info.value.message == f"Error code: 400 - Previous response with id '{first.id}' not found."
+    message = info.value.body["message"]  # type: ignore[index]
+    assert message.startswith(f"Previous response with id '{first.id}' not found.\n\nsandbox: ")
+    assert "`store: false`" in message
     assert info.value.code == "previous_response_not_found"
 
 

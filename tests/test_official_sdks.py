@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -146,7 +147,7 @@ def test_gemini_sdk_raises_its_own_400_with_the_verbatim_text() -> None:
 
 def test_every_answer_carries_a_request_id_the_sdks_expose_unique_per_request() -> None:
     """`_request_id` on success and `request_id` on errors, from `x-request-id` (OpenAI) and `request-id`
-    (Anthropic); the same request gets the same id on every run, and different requests never share one."""
+    (Anthropic): unique to each answer, and the same for the same requests sent to a fresh sandbox."""
     import anthropic
     import openai
 
@@ -173,9 +174,18 @@ def test_every_answer_carries_a_request_id_the_sdks_expose_unique_per_request() 
         assert info.value.body["request_id"] == info.value.request_id  # type: ignore[index]
         return message._request_id
 
+    def fresh(ask: Callable[[str], str | None], prompt: str) -> str | None:
+        with sandbox.mock():
+            return ask(prompt)
+
     with sandbox.mock():
-        openai_ids = [ask_openai("Hi"), ask_openai("Hi"), ask_openai("Hello")]
-        anthropic_ids = [ask_anthropic("Hi"), ask_anthropic("Hi"), ask_anthropic("Hello")]
-    for first, again, other in (openai_ids, anthropic_ids):
-        assert first == again and first != other
+        openai_ids = [ask_openai("Hi"), ask_openai("Hi")]
+    with sandbox.mock():
+        anthropic_ids = [ask_anthropic("Hi"), ask_anthropic("Hi")]
+    openai_ids += [fresh(ask_openai, "Hi"), fresh(ask_openai, "Hello")]
+    anthropic_ids += [fresh(ask_anthropic, "Hi"), fresh(ask_anthropic, "Hello")]
+    for first, again, first_anew, other in (openai_ids, anthropic_ids):
+        assert first != again, "two senders of one request: each answer its own id"
+        assert first == first_anew, "a fresh sandbox numbers its answers alike: the same id"
+        assert other not in (first, again)
     assert all(rid is not None and rid.startswith("req_") for rid in openai_ids + anthropic_ids)

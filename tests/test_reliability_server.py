@@ -27,7 +27,7 @@ import sandbox
 from sandbox import skyl
 from sandbox.wire import get_wire_format
 from sandbox.wire._sse import iter_sse
-from tests.test_reliability_concurrency import Recorded, serial_run, shuffled
+from tests.test_reliability_concurrency import Recorded, masked, serial_run, shuffled
 
 BURST = 5_000
 CONNECTIONS = 50
@@ -134,7 +134,7 @@ def test_threads_and_tasks_on_one_server_get_the_in_process_serial_bytes(
     answers.extend(answers_async)
     assert len(answers) == (threads + tasks) * SAMPLE
     for item, (status, body) in answers:
-        assert (status, body) == (item.status, item.response), item.path
+        assert (status, masked((body,))) == (item.status, masked((item.response,))), item.path
 
 
 def _burst_request(index: int) -> tuple[str, str, bytes, bool]:

@@ -76,7 +76,8 @@ def test_serve_keeps_serving_after_bad_input(served: tuple[str, subprocess.Popen
 
 def test_serve_budget_option_stops_a_runaway(served: tuple[str, subprocess.Popen[str]]) -> None:
     base, _ = served
-    body = {"model": "plain_text", "messages": [{"role": "user", "content": "the same request, again and again"}]}
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    body = {"model": "single_call", "messages": [{"role": "user", "content": "Weather?"}], "tools": [weather]}
     with httpx.Client(base_url=base) as loop:  # one keep-alive connection: one sender
         statuses = [loop.post("/v1/chat/completions", json=body).status_code for _ in range(4)]
         assert statuses == [200, 200, 200, 400]

@@ -141,13 +141,17 @@ class ModelTurn:
     """A provider-specific stop value that overrides the faithful mapping (`stop`, `STOP`, ...)."""
     usage: Usage = field(default_factory=Usage)
     request: str = ""
-    """A digest of the request this turn answers (empty outside the engine)."""
+    """The identity of the answer: a digest of the request and the engine's number for it (empty
+    outside the engine)."""
+    reasoning_tokens: int = 0
+    """The part of `usage.output_tokens` spent thinking: counted for a turn that carries reasoning."""
 
     @property
     def response_seed(self) -> str:
-        """What a response's own id derives from: the step and the request, so the id is the same on
-        every run and no two requests share one. State a provider keeps for its client (threads,
-        `previous_response_id`) is found by that id, so one conversation can never reach another's.
+        """What a response's own id derives from: the step and the answer's identity (the request and
+        the engine's number for it), so no two answers share one and a fresh engine answers the same
+        requests with the same ids. State a provider keeps for its client (threads,
+        `previous_response_id`) is found by that id, so it belongs to one sender and one answer.
         Gemini keeps no state and its `responseId` stays per step: the skyl client names Gemini's
         id-less calls after it, and a turn must read the same streamed or not."""
         return f"{self.seed}/{self.request}" if self.request else self.seed
@@ -265,6 +269,11 @@ class WireFormat(ABC):
         """The headers every real answer of this provider carries, success or error, beyond the content
         type: its request id, which the official SDKs expose as `_request_id`. `request_digest` (hex)
         is unique to the request, so the id is deterministic and two requests never share one."""
+        return {}
+
+    def answer_headers(self, request_digest: str, *, stream: bool) -> dict[str, str]:
+        """The headers a successful answer carries beyond `request_headers`, streamed or not
+        (Gemini's front end adds its own)."""
         return {}
 
     def identified_error_body(self, error: WireError, request_digest: str) -> bytes:

@@ -1,6 +1,7 @@
 """openai-agents' `Runner` with its Chat Completions, Responses (with and without
-`auto_previous_response_id`) and LiteLLM models (Anthropic and Gemini through litellm), streaming and
-not, over `sandbox serve` and through `sandbox.mock()`."""
+`auto_previous_response_id`, in an OpenAI conversation with `conversation_id`, and with an
+`OpenAIConversationsSession`) and LiteLLM models (Anthropic and Gemini through litellm), streaming
+and not, over `sandbox serve` and through `sandbox.mock()`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ import sandbox
 from tests.frameworks._tools import scenario_functions
 from tests.frameworks.conftest import BUDGET, LIMIT, SCENARIOS, THIRD_PARTY_WARNINGS, check
 
-MODELS = ["chat", "responses", "responses-previous-id", "litellm-anthropic", "litellm-gemini"]
+MODELS = [
+    "chat",
+    "responses",
+    "responses-previous-id",
+    "responses-conversation",
+    "responses-session",
+    "litellm-anthropic",
+    "litellm-gemini",
+]
 
 pytestmark = THIRD_PARTY_WARNINGS
 
@@ -62,6 +71,12 @@ def test_openai_agents_runner(server: str, kind: str, door: str, stream: bool, n
             options: dict[str, Any] = {"max_turns": LIMIT}
             if kind == "responses-previous-id":
                 options["auto_previous_response_id"] = True
+            if kind == "responses-conversation":  # the server holds the history: only new items are sent
+                options["conversation_id"] = (await model._client.conversations.create()).id
+            if kind == "responses-session":  # the history read from, and written to, a conversation
+                from agents.memory import OpenAIConversationsSession
+
+                options["session"] = OpenAIConversationsSession(openai_client=model._client)
             if stream:
                 result = Runner.run_streamed(agent, prompt, **options)
                 async for _ in result.stream_events():

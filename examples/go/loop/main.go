@@ -1,10 +1,12 @@
-// Command loop is the lesson's tool loop as a program `sandbox grade` can judge:
+// Command loop is the lesson's tool loop as a program `sandbox grade` can judge, on every
+// challenge and all four wire formats:
 //
 //	go build -o loop ./loop && sandbox grade -- ./loop
 //
-// It asks the model, runs the tools it calls, and sends the results back until the model stops
-// asking, at most maxToolRounds times. The answer goes to stdout; at the bound, the report goes to
-// stderr and the exit status is 1.
+// It is the lesson's complete(), plus what the later challenges add: with SANDBOX_STREAM=1 each turn
+// is streamed and rebuilt with skyl.CollectStream (05), and the calls of a turn run on goroutines,
+// their results appended in call order (08). The answer goes to stdout; at the bound, the report
+// goes to stderr and the exit status is 1.
 package main
 
 import (
@@ -13,15 +15,17 @@ import (
 	"os"
 	"sync"
 
-	"toolloop/skyl"
+	"skyl"
 )
 
 const maxToolRounds = 5
 
-func complete(ctx context.Context, client *skyl.Client, tools *skyl.Sandbox, req *skyl.Request) (*skyl.Response, error) {
+var sandbox *skyl.Sandbox
+
+func complete(ctx context.Context, client *skyl.Client, req *skyl.Request) (*skyl.Response, error) {
 	var history []string
 	for round := 0; round < maxToolRounds; round++ {
-		resp, err := client.Complete(ctx, req)
+		resp, err := ask(ctx, client, req)
 		if err != nil {
 			return nil, err
 		}
@@ -35,44 +39,57 @@ func complete(ctx context.Context, client *skyl.Client, tools *skyl.Sandbox, req
 		req.Messages = append(req.Messages, resp.Message)
 
 		// Then one tool message per call, in call order (the calls themselves run concurrently).
-		for i, result := range runAll(ctx, tools, calls) {
+		for i, output := range runAll(calls) {
 			history = append(history, calls[i].Name)
-			req.Messages = append(req.Messages, result)
+			req.Messages = append(req.Messages, skyl.ToolResultMessage(calls[i].ID, output))
 		}
 	}
 	return nil, fmt.Errorf("gave up after %d tool rounds; call sequence was %v — "+
 		"check what these tools return", maxToolRounds, history)
 }
 
-// runAll runs the calls of one turn concurrently and returns their results in call order.
-func runAll(ctx context.Context, tools *skyl.Sandbox, calls []skyl.ToolCall) []skyl.Message {
-	results := make([]skyl.Message, len(calls))
+// ask is one model turn: client.Complete, or with SANDBOX_STREAM=1 a stream rebuilt into the same
+// Response (there is no resp.Message on a stream).
+func ask(ctx context.Context, client *skyl.Client, req *skyl.Request) (*skyl.Response, error) {
+	if !sandbox.Stream {
+		return client.Complete(ctx, req)
+	}
+	stream, err := client.Stream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return skyl.CollectStream(stream)
+}
+
+// runAll runs the calls of one turn concurrently and returns their outputs in call order.
+func runAll(calls []skyl.ToolCall) []string {
+	outputs := make([]string, len(calls))
 	var wg sync.WaitGroup
 	for i, call := range calls {
 		wg.Add(1)
 		go func(i int, call skyl.ToolCall) {
 			defer wg.Done()
-			results[i] = run(ctx, tools, call)
+			outputs[i] = run(call)
 		}(i, call)
 	}
 	wg.Wait()
-	return results
+	return outputs
 }
 
-// run executes one call. A failing tool is information for the model, not a reason to stop:
-// the failure goes back as the call's result, marked as an error.
-func run(ctx context.Context, tools *skyl.Sandbox, call skyl.ToolCall) skyl.Message {
-	out, err := tools.Run(ctx, call)
+// run executes one call through the sandbox. A failing tool is information for the model, not a
+// reason to stop: its error goes back as the call's result, worded as one.
+func run(call skyl.ToolCall) string {
+	out, err := sandbox.Run(context.Background(), call)
 	if err != nil {
-		return skyl.ToolErrorMessage(call.ID, "ERROR: "+err.Error())
+		return "ERROR: " + err.Error()
 	}
-	return skyl.ToolResultMessage(call.ID, out)
+	return out
 }
 
 func main() {
 	ctx := context.Background()
-	sandbox, err := skyl.FromEnv()
-	if err != nil {
+	var err error
+	if sandbox, err = skyl.FromEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -81,12 +98,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	req := &skyl.Request{
-		Model:    sandbox.Model,
-		Messages: []skyl.Message{skyl.UserText(sandbox.Prompt)},
-		Tools:    tools,
-	}
-	resp, err := complete(ctx, sandbox.Client(), sandbox, req)
+	resp, err := complete(ctx, sandbox.Client(), sandbox.Request(tools))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -15,6 +15,7 @@ from typing import NoReturn
 import pytest
 
 from ..boundary._marshal import learner_frames
+from ._language import current_language, translate
 from ._lessons import Lesson
 
 __all__ = ["Feedback", "NotStarted", "Verdict", "learner_traceback", "mistake_of"]
@@ -49,7 +50,14 @@ class Feedback:
     lesson: Lesson | None = None
 
     def render(self) -> str:
-        out = [self.headline, *self.details]
+        """The feedback, in the names of the language it is written for (`_language.speaking`): the
+        transcript and the provider's own words stay as they were."""
+        language = current_language()
+
+        def names(text: str) -> str:
+            return translate(text, language)
+
+        out = [names(self.headline), *map(names, self.details)]
         if self.transcript:
             out += ["", f"{self.transcript_title}:", *self.transcript]
         if self.provider or self.lesson:
@@ -57,7 +65,7 @@ class Feedback:
         if self.provider:
             out.append(f"Provider said: {self.provider}")
         if self.lesson:
-            out += _wrapped("Rule: ", self.lesson.rule) + _wrapped("Hint: ", self.lesson.hint)
+            out += _wrapped("Rule: ", names(self.lesson.rule)) + _wrapped("Hint: ", names(self.lesson.hint))
         return "\n".join(out)
 
     def fail(self) -> NoReturn:

@@ -18,7 +18,7 @@ from ...wire import Rule, get_wire_format
 from ._checks import check_history, diagnose
 from ._clients import Sent
 from ._feedback import Feedback, learner_traceback
-from ._lessons import APPEND, ORDER, Lesson, lesson_for, lesson_for_diagnosis
+from ._lessons import APPEND, ORDER, STREAM, Lesson, lesson_for, lesson_for_diagnosis
 from ._transcript import describe_call, quote, render, reply_line
 
 __all__ = ["SIGNATURES", "Verdicts", "short"]
@@ -98,6 +98,8 @@ class Verdicts:
             who = headline or f"{self.actor} on {self.where}"
             title = f"{who}: the provider rejected request {number} of {len(self.journal)}."
         lesson = lesson_for(error.rule)
+        if error.rule is Rule.HISTORY_MISMATCH and exchange.is_stream:
+            lesson = STREAM  # on a stream there is no resp.message: the turn was rebuilt, and rebuilt wrong
         mark = error.message_index
         details = []
         problem = diagnose(self.sent.get(exchange.request_body, ()))
@@ -166,7 +168,7 @@ class Verdicts:
             details=[
                 "- a `while` loop whose condition never changes (is a new request sent each time round?);",
                 "- an await that never finishes, or a call that blocks (input(), time.sleep(), a lock).",
-                f"Later tests of {challenge} get {later:g} s each, so one hang cannot stall the run.",
+                f"Later tests of {challenge} fail at once without running it, so one hang cannot stall the run.",
             ],
             exchange=self.journal.last,
         )

@@ -12,6 +12,8 @@ The environment tells the program everything it needs:
     SANDBOX_MODEL           the model to ask for: in the sandbox it names the scenario
     SANDBOX_PROMPT          the user's message that starts the conversation
     SANDBOX_STREAM          1: stream every model request; 0: do not
+    SANDBOX_REASONING       1: ask the model to show its reasoning (Anthropic thinking, Responses
+                            reasoning summaries, Gemini thoughts); 0: do not (challenge 09 sets it)
 
 The sandbox describes the scenario's tools and runs them:
 
@@ -38,7 +40,9 @@ API_KEY = "sandbox-needs-no-key"
 """What the key variables hold: SDKs that refuse to start without a key get one."""
 
 
-def environment(provider: str, base_url: str, *, model: str, prompt: str, stream: bool) -> dict[str, str]:
+def environment(
+    provider: str, base_url: str, *, model: str, prompt: str, stream: bool, reasoning: bool = False
+) -> dict[str, str]:
     """The variables of one case, to lay over the grader's own environment."""
     return {
         "SANDBOX_WIRE": provider,
@@ -52,6 +56,7 @@ def environment(provider: str, base_url: str, *, model: str, prompt: str, stream
         "SANDBOX_MODEL": model,
         "SANDBOX_PROMPT": prompt,
         "SANDBOX_STREAM": "1" if stream else "0",
+        "SANDBOX_REASONING": "1" if reasoning else "0",
         # A proxy configured for the outside world must not sit between the program and its sandbox.
         "NO_PROXY": "127.0.0.1,localhost",
         "no_proxy": "127.0.0.1,localhost",

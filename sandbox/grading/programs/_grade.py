@@ -5,6 +5,10 @@ Each case (challenge x scenario x wire format) runs the program once against a f
 one `pytest challenges/` gives Python code: the same transcripts, provider errors, rules and hints,
 the same tallies and summary, and the same Gradescope `results.json`, written before the first case
 and after every case. The exit status comes from the tallies: 0 only when every case passed.
+
+The feedback names the learner's API in the program's language (`speaking`). A program that exits
+without a word to the model on every case of some wire formats, while it talks on others, does not
+speak those: the first screen says which, and the `--wire` command that grades the rest.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ from __future__ import annotations
 import importlib
 import os
 import shlex
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -22,7 +27,9 @@ import pytest
 from ..._catalogue import get_scenario
 from ..._scenario import Scenario
 from ..boundary._endpoint import Endpoint
-from ..boundary._program import ProgramRun, run_program
+from ..boundary._isolation import Isolation
+from ..boundary._program import ProgramRun, Relay, run_program
+from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
 from ._program_cases import CASES, Case
@@ -43,12 +50,32 @@ AFTER_SEQUENTIAL = 0.05
 
 @dataclass
 class Session:
-    """What every case of one `sandbox grade` run shares: the program, the limits, the endpoint."""
+    """What every case of one `sandbox grade` run shares: the program, the limits, the endpoint, and
+    what it said on each wire format."""
 
     command: Sequence[str]
     limits: Limits
     endpoint: Endpoint
     cwd: str | None = None
+    isolation: Isolation = field(default_factory=lambda: Isolation(False))
+    relay: Relay | None = None
+    spoken: dict[str, Spoken] = field(default_factory=dict)
+
+
+@dataclass
+class Spoken:
+    """Whether a program talked to the model on one wire format: its runs, and those that exited
+    without a single model request (with the first thing such a run said on stderr)."""
+
+    runs: int = 0
+    silent: int = 0
+    said: str = ""
+
+    def record(self, requests: int, exited: bool, stderr: str) -> None:
+        self.runs += 1
+        if requests == 0 and exited:
+            self.silent += 1
+            self.said = self.said or next((line.strip() for line in stderr.splitlines() if line.strip()), "")
 
 
 class Limits:
@@ -105,40 +132,60 @@ def grade(
     build: str | None = None,
     cwd: str | None = None,
     titles: Mapping[str, str] | None = None,
+    language: str = "other",
     observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
+    isolation: Isolation | None = None,
 ) -> int:
-    """Run every planned case; print the failures and the summary; return the exit status.
+    """Run every planned case; print the failures and the summary; return the exit status. `build`
+    is a shell line, run once in `cwd` first; `language` picks the names the feedback uses.
 
     `observe` sees every verdict once all are final (the workshop room's hook: it posts them)."""
+    isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
         out.write(text + end)
         out.flush()
 
     shown = shlex.join(command)
+    # Hypothesis keeps a cache of constants under .hypothesis/ in the current folder: the learner's own.
+    hypothesis_home = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
+    _use_hypothesis_home(hypothesis_home.name)
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
         echo(f"Building: {build}")
     broken = _build(build, cwd) if build else None
     outcomes: dict[str, tuple[str, str]] = {}
+    echo(isolation.notice())
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
-    session = Session(command, Limits(timeout), Endpoint(), cwd)
+    sockets = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
+    folder = Path(sockets.name)
+    folder.chmod(0o755)  # for the unprivileged user the program runs as, when the grader is root
+    endpoint = Endpoint(unix=(folder / "endpoint.sock", "endpoint.sock") if isolation.sandboxed else None)
+    relay = Relay(endpoint.port, folder, "endpoint.sock") if isolation.sandboxed else None
+    session = Session(command, Limits(timeout), endpoint, cwd, isolation, relay)
     try:
         current = ""
         for item in planned:
             if item.challenge != current:
                 current = item.challenge
                 echo(f"\n{current} ", end="")
-            outcome, output = (FAILED, broken) if broken else _grade_case(session, item)
+            with speaking(language):
+                outcome, output = (FAILED, broken) if broken else _grade_case(session, item)
             outcomes[item.nodeid] = (outcome, output)
             echo("." if outcome == PASSED else "F", end="")
             if results is not None:
                 results.record(item.nodeid, outcome, output)
     finally:
         session.endpoint.close()
+        sockets.cleanup()
+        _use_hypothesis_home(None)
+        hypothesis_home.cleanup()
     echo("")
     if observe is not None:
         observe(planned, outcomes)
+    advice = _unspoken(session, planned)
+    if advice:
+        echo("\n" + advice)
     _print_failures(planned, outcomes, out)
     tallies: dict[str, Tally] = {}
     for item in planned:
@@ -150,6 +197,8 @@ def grade(
         echo(line)
     if report is not None:
         echo(f"Results written to {report}")
+    if advice:
+        echo(advice.splitlines()[-1])
     return 0 if all(outcome == PASSED for outcome, _ in outcomes.values()) else 1
 
 
@@ -165,6 +214,12 @@ def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
     return PASSED, ""
 
 
+def _use_hypothesis_home(directory: str | None) -> None:
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(directory)
+
+
 def _judge_generated(session: Session, item: Planned) -> None:
     """As the Python tests grade a property: reproducible examples, no shrinking (see `_generated`).
     Hypothesis's own report of the failing example is left out: the transcript shows the scenario."""
@@ -175,7 +230,11 @@ def _judge_generated(session: Session, item: Planned) -> None:
     # built on a hypothesis that an in-process pytest run has since dropped.
     _generated = importlib.import_module("..judge._generated", __package__)
     grading: settings = _generated.GRADING
-    strategy = getattr(_generated, item.case.generated)(**item.case.options)
+    options = dict(item.case.options)
+    reasoned = options.pop("reasoning", False)
+    strategy = getattr(_generated, item.case.generated)(**options)
+    if reasoned:
+        strategy = strategy.map(lambda task: task.with_reasoning(task.name))
 
     @grading
     @given(scenario=strategy)
@@ -214,8 +273,19 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         unknown_tools=case.unknown_tools,
         concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
         refuse=case.refuse,
+        reasoning=case.reasoning,
     )
-    run = talk.run(session.command, limits.deadline(item.challenge), session.endpoint, cwd=session.cwd)
+    run = talk.run(
+        session.command,
+        limits.deadline(item.challenge),
+        session.endpoint,
+        cwd=session.cwd,
+        isolation=session.isolation,
+        relay=session.relay,
+    )
+    session.spoken.setdefault(item.provider, Spoken()).record(
+        talk.requests, run.returncode is not None and not run.timed_out, run.stderr
+    )
     if run.timed_out:
         limits.record_hang(item.challenge)
     if case.expect == "answer":
@@ -235,13 +305,33 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
 
 
 def _build(build: str, cwd: str | None) -> str | None:
-    """Run the build command once; its failure, as every case's feedback, or None."""
-    run: ProgramRun = run_program(shlex.split(build), dict(os.environ), BUILD_SECONDS, cwd=cwd)
+    """Run the build line once, with the shell (`cd loop && go build -o ../loop-bin .`: Go 1.19 has no
+    `go build -C`); its failure, as every case's feedback, or None."""
+    shell = ["cmd", "/c", build] if os.name == "nt" else ["/bin/sh", "-c", build]
+    run: ProgramRun = run_program(shell, dict(os.environ), BUILD_SECONDS, cwd=cwd)
     if run.returncode == 0 and not run.timed_out:
         return None
     why = run.not_started or ("it did not finish" if run.timed_out else run.exit_description)
     output = (run.stderr + run.stdout).rstrip() or "(no output)"
     return f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
+
+
+def _unspoken(session: Session, planned: Sequence[Planned]) -> str:
+    """What to do when the program did not speak some of the wire formats it was graded on: it exited
+    without asking the model anything on every one of their cases, and talked to it on others."""
+    quiet = [name for name, spoken in session.spoken.items() if spoken.runs and spoken.silent == spoken.runs]
+    talked = [name for name, spoken in session.spoken.items() if spoken.silent < spoken.runs]
+    if not quiet or not talked:
+        return ""
+    said = session.spoken[quiet[0]].said
+    challenges = sorted({item.challenge for item in planned})
+    number = f" {challenges[0][:2].lstrip('0')}" if len(challenges) == 1 else ""
+    return (
+        f"Your program did not speak {', '.join(quiet)}: on every case of those it exited without asking the "
+        "model anything" + (f' (it said: "{said}").' if said else ".") + "\n"
+        f"To grade only the formats it speaks: sandbox grade{number} --wire {','.join(talked)} -- "
+        f"{shlex.join(session.command)}"
+    )
 
 
 def _print_failures(planned: Sequence[Planned], outcomes: Mapping[str, tuple[str, str]], out: TextIO) -> None:

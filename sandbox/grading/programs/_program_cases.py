@@ -9,11 +9,14 @@ A program is the whole loop, run once per case, so the challenges map onto it li
     03_several_calls       several calls per turn, over several rounds (and still bounded)
     04_report_runaway      the report on stderr names the bound, the calls in order, what to check
     05_streaming           SANDBOX_STREAM=1: every request streams, the turn is rebuilt from events
+                           (a call without arguments included: Anthropic streams it as one empty fragment)
     06_detect_the_end      ends on the empty call list, whatever the stop reason says (and still bounded)
     07_failing_tools       a tool run answering {"error": ...} (a failing or unknown tool) becomes an
                            error result;
                            a request the provider refuses ends the program (non-zero), never resent
     08_async               the calls of a turn run concurrently: the sandbox sees them overlap
+    09_keep_the_whole_turn SANDBOX_REASONING=1, a reasoning model: each turn goes back whole (its
+                           reasoning items, thinking blocks or thought signatures), streamed or not
 
 Each case runs on every wire format the grader is asked for. Beside the catalogue's scenarios, most
 challenges grade generated ones, as their Python tests do (`_generated`: reproducible, `EXAMPLES` per
@@ -27,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CASES", "Case"]
+__all__ = ["CASES", "Case", "program_title"]
 
 Expect = Literal["answer", "gave_up", "report", "refused"]
 
@@ -55,9 +58,13 @@ class Case:
     options: Mapping[str, Any] = field(default_factory=dict)
     refuse: int | None = None
     """The provider refuses this request and every later one (`expect` is then `refused`)."""
+    reasoning: bool = False
+    """SANDBOX_REASONING=1: the program asks the model to show its reasoning (challenge 09)."""
 
 
 _ANY_TASK = {"rounds": (0, 3), "calls": (0, 8)}
+_REASONING_TASK = {"rounds": (1, 3), "calls": (0, 5), "reasoning": True}
+"""As the Python tests of 09 draw them: every turn reasoned (`Scenario.with_reasoning`)."""
 _PARISS = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}
 
 CASES: dict[str, tuple[Case, ...]] = {
@@ -92,6 +99,7 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("streams_every_turn", "single_call", "answer", stream=True),
         Case("streams_every_turn", "parallel_calls", "answer", stream=True),
         Case("streams_every_turn", "multi_step", "answer", stream=True),
+        Case("streams_every_turn", "no_arguments", "answer", stream=True),
         Case("is_still_bounded", "runaway", "gave_up", stream=True),
         Case("streams_any_task", "generated", "answer", stream=True, generated="tasks", options=_ANY_TASK),
     ),
@@ -130,4 +138,36 @@ CASES: dict[str, tuple[Case, ...]] = {
             options=_ANY_TASK,
         ),
     ),
+    "09_keep_the_whole_turn": (
+        Case("keeps_the_whole_turn", "multi_step_reasoning", "answer", reasoning=True),
+        Case("keeps_the_whole_turn_streamed", "multi_step_reasoning", "answer", stream=True, reasoning=True),
+        Case("keeps_the_whole_turn_streamed", "parallel_calls_reasoning", "answer", stream=True, reasoning=True),
+        Case("is_still_bounded", "runaway_reasoning", "gave_up", stream=True, reasoning=True),
+        Case(
+            "keeps_any_reasoning_task_whole",
+            "generated",
+            "answer",
+            reasoning=True,
+            generated="tasks",
+            options=_REASONING_TASK,
+        ),
+        Case(
+            "keeps_any_reasoning_task_whole_streamed",
+            "generated",
+            "answer",
+            stream=True,
+            reasoning=True,
+            generated="tasks",
+            options=_REASONING_TASK,
+        ),
+    ),
 }
+
+
+_PROGRAM_TITLES = {"08_async": "Concurrent tool calls"}
+"""Titles that name Python's way of doing it (hints.toml: "... with asyncio"), as a program reads them."""
+
+
+def program_title(challenge: str, title: str) -> str:
+    """The challenge's title for a program in any language."""
+    return _PROGRAM_TITLES.get(challenge, title)

@@ -80,8 +80,11 @@ class ProgramDialogue(Verdicts):
         unknown_tools: Collection[str] = (),
         concurrency_wait: float | None = None,
         refuse: int | None = None,
+        reasoning: bool = False,
     ) -> None:
         self.scenario = scenario
+        self.reasoning = reasoning
+        """SANDBOX_REASONING=1: the program is asked to request the model's reasoning (challenge 09)."""
         self.provider = provider
         self.stream = stream
         self.failing = dict(failing or {})
@@ -105,18 +108,23 @@ class ProgramDialogue(Verdicts):
     def actor(self) -> str:
         return "your program"
 
-    def run(self, command: Sequence[str], seconds: float, endpoint: Endpoint, *, cwd: str | None = None) -> ProgramRun:
-        """Open this case's door on the grader's endpoint (a secret base URL of its own), run the
-        program against it once, close the door, and read what it sent."""
+    def run(self, command: Sequence[str], seconds: float, endpoint: Endpoint, **how: Any) -> ProgramRun:
+        """Open this case's door on the grader's endpoint (a secret base URL of its own), run the program
+        against it once (`run_program`, with `how`: cwd, isolation, relay), close the door, read what it sent."""
         base = endpoint.open(self)
         try:
             env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
             env.update(
                 environment(
-                    self.provider, base, model=self.scenario.name, prompt=self.scenario.prompt, stream=self.stream
+                    self.provider,
+                    base,
+                    model=self.scenario.name,
+                    prompt=self.scenario.prompt,
+                    stream=self.stream,
+                    reasoning=self.reasoning,
                 )
             )
-            result = run_program(command, env, seconds, cwd=cwd)
+            result = run_program(command, env, seconds, **how)
         finally:
             endpoint.close_door(base)
         self.sent = read_sent(list(self.journal))
@@ -176,20 +184,36 @@ class ProgramDialogue(Verdicts):
             )
         asked = last.turn.message.tool_calls()
         if asked:
+            calls = ", ".join(describe_call(call, with_id=False) for call in asked)
+            if last.is_stream:
+                why = "the calls were lost on the way (a turn rebuilt from its events without them), and"
+            else:
+                said = last.turn.raw_stop_reason or last.turn.stop_reason.value
+                why = (
+                    f"the turn's stop reason said {said!r} and the loop took that for the end: those calls never "
+                    "ran, and"
+                )
             self.fail(
                 f"{self.actor} exited 0 after request {len(self.journal)}, but the model's last turn asked for "
-                f"{', '.join(describe_call(call, with_id=False) for call in asked)}: the calls were lost on the "
-                "way, and the loop stopped before the model was done.",
+                f"{calls}: {why} the loop stopped before the model was done.",
                 exchange=last,
                 lesson=STREAM if last.is_stream else END,
             )
         answer = last.turn.message.text()
         if run.stdout.strip() != answer.strip():
+            printed = run.stdout.strip()
+            rebuilt = last.is_stream and bool(printed) and printed in answer
             self.fail(
-                f"{self.actor} printed {quote(run.stdout.strip())} on stdout, but the model's final answer is "
-                f"{quote(answer)}. Print the text of the last response (the one without tool calls) and "
-                "nothing else on stdout; write anything else to stderr.",
+                f"{self.actor} printed {quote(printed)} on stdout, but the model's final answer is "
+                f"{quote(answer)}. "
+                + (
+                    "That is only part of the answer the stream carried: join every text fragment of the turn."
+                    if rebuilt
+                    else "Print the text of the last response (the one without tool calls) and nothing else on "
+                    "stdout; write anything else to stderr."
+                ),
                 exchange=last,
+                lesson=STREAM if rebuilt else None,
             )
         if len(self.journal) > bound:
             self.fail(f"{self.actor} made {len(self.journal)} requests; at most {bound} are allowed.", lesson=BOUND)
@@ -225,7 +249,7 @@ class ProgramDialogue(Verdicts):
                 "requests, not fewer.",
                 details=_stderr(run),
                 exchange=self.journal.last,
-                lesson=TOOL_FAILED_GOES_BACK if self.desk.failed_in_turn(made) else BOUND,
+                lesson=self._lesson_for_early_exit(run, made),
             )
         last = self.journal.last
         assert last is not None
@@ -318,9 +342,21 @@ class ProgramDialogue(Verdicts):
     def _silent(self, run: ProgramRun) -> NoReturn:
         self.fail(
             f"{self.actor} ended with {run.exit_description} without asking the model anything. It should "
-            "send SANDBOX_PROMPT to the model SANDBOX_MODEL at SANDBOX_BASE_URL, in the SANDBOX_WIRE format.",
+            f"send SANDBOX_PROMPT to the model SANDBOX_MODEL at SANDBOX_BASE_URL, in the SANDBOX_WIRE format "
+            f"({self.provider}). If it does not speak {self.provider}, leave it out: `--wire` lists the formats "
+            "to grade.",
             details=_stderr(run),
         )
+
+    def _lesson_for_early_exit(self, run: ProgramRun, made: int) -> Lesson:
+        """Why a program stopped before the bound on a runaway: a tool of that turn failed, it could not
+        rebuild the turn it streamed (its stderr does not read as a report), or its bound is too low."""
+        last = self.journal.last
+        if self.desk.failed_in_turn(made):
+            return TOOL_FAILED_GOES_BACK
+        if last is not None and last.is_stream and not _GAVE_UP.search(run.stderr):
+            return STREAM
+        return BOUND
 
     def _lesson_for_exit(self, run: ProgramRun) -> Lesson | None:
         """Why a program stopped while the model was still working: a tool of that turn failed, or
@@ -330,6 +366,8 @@ class ProgramDialogue(Verdicts):
             return None
         if self.desk.failed_in_turn(len(self.journal)):
             return TOOL_FAILED_GOES_BACK
+        if last.is_stream and not _GAVE_UP.search(run.stderr):
+            return STREAM  # it could not rebuild the turn it streamed (arguments that do not parse, ...)
         if not _GAVE_UP.search(run.stderr):
             return None
         if any(step.repeat != "once" for step in self.scenario.steps):

@@ -8,14 +8,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 
-	"toolloop/skyl"
+	"skyl"
 )
 
 const maxToolRounds = 5
 
-func complete(ctx context.Context, client *skyl.Client, tools *skyl.Sandbox, req *skyl.Request) (*skyl.Response, error) {
+func complete(ctx context.Context, client *skyl.Client, req *skyl.Request) (*skyl.Response, error) {
 	for round := 0; round < maxToolRounds; round++ {
 		resp, err := client.Complete(ctx, req)
 		if err != nil {
@@ -30,41 +29,30 @@ func complete(ctx context.Context, client *skyl.Client, tools *skyl.Sandbox, req
 		// The assistant's turn goes first, once, even for several calls.
 		req.Messages = append(req.Messages, resp.Message)
 
-		// Then one tool message per call, in call order (the calls themselves run concurrently).
-		req.Messages = append(req.Messages, runAll(ctx, tools, calls)...)
+		// Then one tool message per call.
+		for _, call := range calls {
+			req.Messages = append(req.Messages,
+				skyl.ToolResultMessage(call.ID, run(call)))
+		}
 	}
 	return nil, fmt.Errorf("gave up after %d tool rounds", maxToolRounds)
 }
 
-// runAll runs the calls of one turn concurrently and returns their results in call order.
-func runAll(ctx context.Context, tools *skyl.Sandbox, calls []skyl.ToolCall) []skyl.Message {
-	results := make([]skyl.Message, len(calls))
-	var wg sync.WaitGroup
-	for i, call := range calls {
-		wg.Add(1)
-		go func(i int, call skyl.ToolCall) {
-			defer wg.Done()
-			results[i] = run(ctx, tools, call)
-		}(i, call)
-	}
-	wg.Wait()
-	return results
-}
+var sandbox *skyl.Sandbox
 
-// run executes one call. A failing tool is information for the model, not a reason to stop:
-// the failure goes back as the call's result, marked as an error.
-func run(ctx context.Context, tools *skyl.Sandbox, call skyl.ToolCall) skyl.Message {
-	out, err := tools.Run(ctx, call)
+// run executes one call through the sandbox; a failing tool's error goes back as its result.
+func run(call skyl.ToolCall) string {
+	out, err := sandbox.Run(context.Background(), call)
 	if err != nil {
-		return skyl.ToolErrorMessage(call.ID, "ERROR: "+err.Error())
+		return "ERROR: " + err.Error()
 	}
-	return skyl.ToolResultMessage(call.ID, out)
+	return out
 }
 
 func main() {
 	ctx := context.Background()
-	sandbox, err := skyl.FromEnv()
-	if err != nil {
+	var err error
+	if sandbox, err = skyl.FromEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -73,12 +61,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	req := &skyl.Request{
-		Model:    sandbox.Model,
-		Messages: []skyl.Message{skyl.UserText(sandbox.Prompt)},
-		Tools:    tools,
-	}
-	resp, err := complete(ctx, sandbox.Client(), sandbox, req)
+	resp, err := complete(ctx, sandbox.Client(), sandbox.Request(tools))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,0 +1,187 @@
+"""The bounded store behind threads, stored responses and conversations: compact bytes, counted as held.
+
+May touch: nothing outside itself (no wire format, no engine). Each entry holds the JSON of what its
+turn added (new messages or items, and the answer), as one `bytes` fragment, plus a link to the
+entry it continued. A chain of N turns is N small entries, never N copies of a growing history: the
+history is the chain's fragments joined, which costs a pointer hop and a copy per turn, not a parse.
+The byte bound counts each fragment's length plus a fixed overhead per entry, so the figure it
+holds to is the process's real memory (measured in `bench/`), not an estimate of JSON that was
+never kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+__all__ = ["ENTRY_OVERHEAD", "Claim", "Entry", "Store"]
+
+ENTRY_OVERHEAD = 240
+"""Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id (measured:
+about 200 on CPython 3.11)."""
+_REMEMBER_EVICTED = 10_000
+"""Evicted ids remembered, so a client that comes back is told why its state is gone."""
+
+
+@dataclass
+class Entry:
+    """One answered turn."""
+
+    items: bytes
+    """Comma-separated JSON values, no brackets: what this turn added to the history."""
+    parent: str | None
+    """The entry this one continued, or None for the start of a chain."""
+    fields: bytes
+    """A JSON object of the fields a chain keeps from its start (a thread's `system` and `tools`); the
+    same `bytes` object down a chain, so it is held once."""
+    owner: str
+    """Who may continue it (see `KeptState`)."""
+    size: int
+    continued: bool = False
+    """A thread turn is continued at most once."""
+    in_flight: bool = False
+    """A continuation of it is being answered right now."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A continuation's hold on the entry it continues, taken atomically with the checks."""
+
+    key: str
+    history: tuple[bytes, ...]
+    """The fragments of the whole chain, oldest first."""
+    fields: bytes
+
+
+class Store:
+    """An LRU of entries bounded in count and bytes; every method is atomic (one lock)."""
+
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._evicted: OrderedDict[str, None] = OrderedDict()
+        self._bytes = 0
+        self.evictions = 0
+        """Entries forgotten to make room, since the store was made."""
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def held(self) -> int:
+        """The bytes the store holds, as counted against `max_bytes`."""
+        return self._bytes
+
+    def was_evicted(self, key: str) -> bool:
+        with self._lock:
+            return key in self._evicted
+
+    def get(self, key: str) -> Entry | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def claim(self, key: str, owner: str, *, once: bool) -> Claim | str:
+        """Return the chain of `key` for a continuation and, `once` (a thread turn, continued at most
+        once), hold it until the continuation is answered; or say why not: `missing` (never stored
+        here, or stored by another sender), `evicted`, `broken` (an older turn of its chain was
+        evicted), `continued` (`once`, and it was), `in_flight` (`once`, and another continuation
+        holds it). A stored response may be continued by any number of requests at once."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.owner != owner:
+                return "evicted" if key in self._evicted else "missing"
+            if once and entry.continued:
+                return "continued"
+            if once and entry.in_flight:
+                return "in_flight"
+            history = self._chain(key)
+            if history is None:
+                return "broken"
+            entry.in_flight = entry.in_flight or once
+            return Claim(key, history, entry.fields)
+
+    def release(self, claim: Claim) -> None:
+        """The continuation failed: the entry can be continued again (a no-op for one never held)."""
+        with self._lock:
+            entry = self._entries.get(claim.key)
+            if entry is not None:
+                entry.in_flight = False
+
+    def put(self, key: str, entry: Entry, continued: Claim | None, *, once: bool) -> None:
+        """Store `entry` under `key`, and mark the entry it continued as answered (`once`: continued)."""
+        with self._lock:
+            if continued is not None:
+                parent = self._entries.get(continued.key)
+                if parent is not None:
+                    parent.in_flight = False
+                    parent.continued = parent.continued or once
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.size
+            if entry.size > self.max_bytes:
+                self._forget(key)
+                return  # larger than the whole store: kept nowhere, found nowhere
+            self._entries[key] = entry
+            self._bytes += entry.size
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                evicted, gone = self._entries.popitem(last=False)
+                self._bytes -= gone.size
+                self._forget(evicted)
+
+    def update(self, key: str, owner: str, items: bytes, fields: bytes, *, append: bool) -> bool:
+        """Replace (or, `append`, extend) the items of the one-entry chain `key` (a conversation) and set
+        its fields; False if it is not there for `owner`. The entry's size follows what it now holds."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.owner != owner:
+                return False
+            if append:
+                items = b",".join(part for part in (entry.items, items) if part)
+            size = len(items) + len(fields) + ENTRY_OVERHEAD
+            self._bytes += size - entry.size
+            entry.items, entry.fields, entry.size = items, fields, size
+            self._entries.move_to_end(key)
+            if size > self.max_bytes:
+                del self._entries[key]
+                self._bytes -= size
+                self._forget(key)
+                return True
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                evicted, gone = self._entries.popitem(last=False)
+                self._bytes -= gone.size
+                self._forget(evicted)
+            return True
+
+    def remove(self, key: str, owner: str) -> bool:
+        """Delete `key` (a conversation the client deleted); False if it is not there for `owner`."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.owner != owner:
+                return False
+            del self._entries[key]
+            self._bytes -= entry.size
+            return True
+
+    def _chain(self, key: str) -> tuple[bytes, ...] | None:
+        """The fragments from the chain's start to `key`, each entry on it marked recently used; None
+        if a link is gone. Called with the lock held."""
+        parts: list[bytes] = []
+        current: str | None = key
+        while current is not None:
+            entry = self._entries.get(current)
+            if entry is None:
+                return None
+            self._entries.move_to_end(current)
+            parts.append(entry.items)
+            current = entry.parent
+        parts.reverse()
+        return tuple(parts)
+
+    def _forget(self, key: str) -> None:
+        self.evictions += 1
+        self._evicted[key] = None
+        if len(self._evicted) > _REMEMBER_EVICTED:
+            self._evicted.popitem(last=False)

@@ -1,0 +1,3 @@
+module skyl
+
+go 1.19

@@ -1,0 +1,149 @@
+"""The names a program's feedback uses: the learner's own language, when the grader knows it.
+
+The rules and hints are written with skyl's Python names (`resp.message`, `resp.tool_calls()`). A Go
+learner reads the lesson's Go names (`resp.Message`, `resp.ToolCalls()`, `skyl.AssistantText`), a
+JavaScript learner the names of `examples/js/loop.mjs` (`resp.message`, `resp.toolCalls`). `sandbox
+grade --lang` says which; without it, `detect_language` reads the command and the build line, and a
+Go binary's own build-info header. `translate` rewrites each piece of a feedback (`Feedback.render` calls it inside
+`speaking(language)`): a hint that only makes sense in Python is replaced whole, then the API names are
+swapped one for one.
+
+Reads only the program's first file (for the header), never runs anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from shutil import which
+
+__all__ = ["LANGUAGES", "current_language", "detect_language", "speaking", "translate"]
+
+LANGUAGES = ("go", "js", "python", "other")
+
+_GO_BUILDINFO = b"\xff Go buildinf:"
+"""The magic that opens a Go binary's `.go.buildinfo` section (Go 1.13 on; `debug/buildinfo`)."""
+_SCAN_LIMIT = 256 * 1024 * 1024
+_JS_RUNTIMES = {"node", "nodejs", "deno", "bun"}
+_JS_FILE = re.compile(r"\.(?:m|c)?[jt]s$")
+
+
+def detect_language(command: Sequence[str], build: str | None) -> str:
+    """`go`, `js` or `python` when the command or the build says so; `other` when nothing does."""
+    program = Path(command[0]).name if command else ""
+    if program in _JS_RUNTIMES or any(_JS_FILE.search(word) for word in command[1:2]):
+        return "js"
+    if re.match(r"python(?:\d[\d.]*)?$", program) or (command and command[0].endswith(".py")):
+        return "python"
+    if program == "go" or (build and re.search(r"\bgo\s+(?:build|install|run)\b", build)):
+        return "go"
+    executable = which(command[0]) if command else None
+    if executable and _is_go_binary(Path(executable)):
+        return "go"
+    return "other"
+
+
+def _is_go_binary(path: Path) -> bool:
+    try:
+        with path.open("rb") as binary:
+            tail = b""
+            read = 0
+            while read < _SCAN_LIMIT:
+                chunk = binary.read(1 << 20)
+                if not chunk:
+                    return False
+                if _GO_BUILDINFO in tail + chunk:
+                    return True
+                tail, read = chunk[-len(_GO_BUILDINFO) :], read + len(chunk)
+    except OSError:
+        return False
+    return False
+
+
+# Whole hints, keyed by a phrase only that hint has: each is Python all through.
+_HINTS: dict[str, dict[str, str]] = {
+    "Keep a list of call names, extend it with each round's calls": {
+        "go": "Keep a slice of call names, append each round's calls to it, and put it in the error: "
+        'fmt.Errorf("gave up after %d tool rounds; call sequence was %v: check what these tools return", '
+        "maxToolRounds, history).",
+        "js": "Keep an array of call names, push each round's calls onto it, and put it in the error: "
+        'new Error(`gave up after ${MAX_TOOL_ROUNDS} tool rounds; call sequence was [${history.join(" ")}]: '
+        "check what these tools return`).",
+    },
+    "Count the rounds; after the fifth, raise an exception": {
+        "go": "Count the rounds; after the fifth, return an error instead of a response (and exit non-zero "
+        "with it on stderr), so the caller knows the loop gave up.",
+        "js": "Count the rounds; after the fifth, throw an Error instead of returning (and exit non-zero "
+        "with it on stderr), so the caller knows the loop gave up.",
+    },
+    "Send the failure back as the call's result, marked so the model can tell": {
+        "go": "Send the failure back as the call's result, marked so the model can tell: "
+        'skyl.ToolErrorMessage(call.ID, "ERROR: " + err.Error()), or a run(call) that returns "ERROR: ..." text.',
+        "js": "Send the failure back as the call's result, marked so the model can tell: "
+        "toolResultMessage(call.id, `ERROR: ${error.message}`, true).",
+    },
+    "a tool result's content must be a str (convert other values with str())": {
+        "go": "The provider could not read the request. Check what you put in the messages: a tool result's "
+        "content must be a string (fmt.Sprint or json.Marshal other values), its call id the call's own.",
+        "js": "The provider could not read the request. Check what you put in the messages: a tool result's "
+        "content must be a string (JSON.stringify other values), its call id the call's own.",
+    },
+}
+
+# API names, Python's first; longest first where one contains another.
+_NAMES: list[tuple[str, str, str]] = [
+    ("skyl.assistant_text(resp.text())", "skyl.AssistantText(resp.Text())", '{ role: "assistant", text: resp.text }'),
+    ("skyl.tool_result_message(call.id,", "skyl.ToolResultMessage(call.ID,", "toolResultMessage(call.id,"),
+    ("skyl.tool_result_message", "skyl.ToolResultMessage", "toolResultMessage"),
+    ("resp.tool_calls()", "resp.ToolCalls()", "resp.toolCalls"),
+    ("resp.stop_reason", "resp.StopReason", "resp.stopReason"),
+    ("resp.message", "resp.Message", "resp.message"),
+    ("resp.text()", "resp.Text()", "resp.text"),
+    ("req.messages", "req.Messages", "req.messages"),
+    ("req.model", "req.Model", "req.model"),
+    ("call.id", "call.ID", "call.id"),
+    ("event.reasoning", "event.Reasoning", "event.reasoning"),
+    ("event.index", "event.Index", "event.index"),
+    ("raise once it is hit", "return an error once it is hit", "throw once it is hit"),
+    (
+        "raise an exception once the bound (5) is hit",
+        "return an error once the bound (5) is hit",
+        "throw an Error once the bound (5) is hit",
+    ),
+]
+_NAME = {"go": 1, "js": 2}
+
+
+def translate(text: str, language: str) -> str:
+    """One piece of feedback (a headline, a rule, a hint) in the names of `language`: a hint that is
+    Python all through is replaced whole; Python and unknown languages keep the text as it is."""
+    column = _NAME.get(language)
+    if column is None:
+        return text
+    for phrase, versions in _HINTS.items():
+        if phrase in text:
+            return versions[language]
+    for names in _NAMES:
+        text = text.replace(names[0], names[column])
+    return text
+
+
+_language: ContextVar[str] = ContextVar("feedback_language", default="python")
+
+
+def current_language() -> str:
+    """The language the feedback being written is for (`speaking`)."""
+    return _language.get()
+
+
+@contextmanager
+def speaking(language: str) -> Iterator[None]:
+    """Write the feedback of what runs inside in `language`'s names (see `Feedback.render`)."""
+    token = _language.set(language)
+    try:
+        yield
+    finally:
+        _language.reset(token)
