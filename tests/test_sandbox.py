@@ -103,6 +103,15 @@ def _report(path: Path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])
+def test_the_reference_solutions_pass_under_the_isolation(mode: str, checkout: Path) -> None:
+    """What the sandbox takes away (the checkout, the network, root, files the grader reads later) is
+    nothing a right solution needs: in the fallback, its user may not even read the interpreter's folder."""
+    _usable(mode)
+    done = _pytest(checkout, mode, "challenges/", "--impl", str(checkout / "solutions"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1500:]
+
+
+@pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])
 def test_the_tricks_earn_nothing_and_leave_the_next_run_honest(mode: str, checkout: Path) -> None:
     _usable(mode)
     tricks = {trick: name for trick, name in TRICKS.items() if mode == "auto" or trick not in FALLBACK_CANNOT_STOP}

@@ -38,9 +38,11 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PRELOAD = (
-    "asyncio", "collections", "concurrent.futures", "contextlib", "copy", "dataclasses", "datetime", "enum",
-    "functools", "heapq", "itertools", "json", "math", "operator", "random", "re", "string", "textwrap",
-    "threading", "time", "typing", "uuid",
+    "asyncio", "collections", "concurrent.futures", "contextlib", "copy", "dataclasses", "datetime", "decimal",
+    "encodings.ascii", "encodings.idna", "encodings.latin_1", "encodings.utf_8", "enum", "fractions", "functools",
+    "heapq", "inspect", "itertools", "json", "linecache", "logging", "math", "operator", "pprint", "random", "re",
+    "statistics", "string", "stringprep", "textwrap", "threading", "time", "traceback", "typing", "unicodedata",
+    "uuid",
 )  # fmt: skip
 """What learner code commonly imports, loaded before the zygote gives up root: in the fallback, an
 interpreter installed under a folder only root can read (`/root/.pyenv`) has no more to give after."""
