@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -48,6 +49,8 @@ class Cell:
     errors: int
     p50_ms: float
     p99_ms: float
+    cpu_us: float | None = None
+    """The server's CPU microseconds per request (user and system time)."""
 
     @property
     def rps(self) -> float:
@@ -125,20 +128,37 @@ async def _client(
         await writer.wait_closed()
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """The CPU time (user and system) process `pid` has used, where /proc says it; else None."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _run_cell(
-    port: int, pool: list[bytes], clients: int, seconds: float, warmup: float
-) -> tuple[list[float], int]:
+    port: int, pool: list[bytes], clients: int, seconds: float, warmup: float, pid: int | None
+) -> tuple[list[float], int, float | None]:
     requests = itertools.cycle(pool)
     latencies: list[float] = []
     now = time.perf_counter()
     warm_until, stop_at = now + warmup, now + warmup + seconds
-    errors = await asyncio.gather(*(_client(port, requests, warm_until, stop_at, latencies) for _ in range(clients)))
-    return latencies, sum(errors)
+    work = asyncio.gather(*(_client(port, requests, warm_until, stop_at, latencies) for _ in range(clients)))
+    await asyncio.sleep(warmup)
+    started = cpu_seconds(pid)
+    errors = await work
+    ended = cpu_seconds(pid)
+    return latencies, sum(errors), None if started is None or ended is None else ended - started
 
 
-def measure(server: str, port: int, pool: list[bytes], *, stream: bool, clients: int, seconds: float) -> Cell:
-    """Requests completed after a short warm-up, within `seconds`; latency from send to last byte."""
-    latencies, errors = asyncio.run(_run_cell(port, pool, clients, seconds, warmup=min(0.3, seconds / 3)))
+def measure(
+    server: str, port: int, pool: list[bytes], *, stream: bool, clients: int, seconds: float, pid: int | None = None
+) -> Cell:
+    """Requests completed after a short warm-up, within `seconds`; latency from send to last byte;
+    the server's CPU time per request (with its `pid`, on Linux): what a loaded machine distorts least."""
+    latencies, errors, cpu = asyncio.run(_run_cell(port, pool, clients, seconds, min(0.3, seconds / 3), pid))
     latencies.sort()
     if not latencies:
         raise RuntimeError(f"{server}: no request completed in {seconds}s")
@@ -151,6 +171,7 @@ def measure(server: str, port: int, pool: list[bytes], *, stream: bool, clients:
         errors=errors,
         p50_ms=latencies[len(latencies) // 2] * 1e3,
         p99_ms=latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3,
+        cpu_us=None if cpu is None else cpu / len(latencies) * 1e6,
     )
 
 

@@ -9,8 +9,8 @@ Three figures, each from one run on this machine:
   that carries it (the room's `version`), seen by a page subscribed to the live stream;
 - the server's CPU: the server process's user + system time over the phase, per wall second;
 - the sandbox's own request latency with the room on (100 learners posting, one page open, the
-  probe's requests attributed to a learner by its API key) against the room off (`sandbox serve`
-  alone), as a ratio of medians and of p99s, measured by the same probe in the same run.
+  probe's requests attributed to a learner by its API key; then again without a key) against the
+  room off (`sandbox serve` alone), as a ratio of medians and of p99s, by the same probe in one run.
 
 Servers run as `python -m sandbox serve [--room]` in a process of their own, the learners and the
 page in another, the probe in this one: each phase's probe shares its process with nothing else.
@@ -188,7 +188,7 @@ async def _probes(base: str, headers: dict[str, str], seconds: float, phase: Pha
         await asyncio.gather(*(_probe(client, base, headers, until, phase) for _ in range(PROBES)))
 
 
-def _measure(room: bool, seconds: float) -> Phase:
+def _measure(room: bool, seconds: float, *, attributed: bool = True) -> Phase:
     """One phase: the server (with the room, its learners and a page, or alone), timed by the probe."""
     phase = Phase()
     with tempfile.TemporaryDirectory(prefix="bench-room-") as scratch:
@@ -199,7 +199,9 @@ def _measure(room: bool, seconds: float) -> Phase:
                 command = [sys.executable, __file__, "--crowd", f"{port},{key},{seconds + 2}"]
                 crowd = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
                 assert crowd.stdout is not None
-                headers = {"authorization": f"Bearer {crowd.stdout.readline().strip()}"}  # a learner's own loop
+                api_key = crowd.stdout.readline().strip()
+                if attributed:  # the probe is a learner's own loop: recorded as their conversations
+                    headers = {"authorization": f"Bearer {api_key}"}
                 time.sleep(1.0)  # the learners' first posts are under way
             started, cpu = time.monotonic(), _cpu_seconds(pid)
             asyncio.run(_probes(f"http://127.0.0.1:{port}", headers, seconds, phase))
@@ -229,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     off = _measure(False, seconds)
     on = _measure(True, seconds)
+    anonymous = _measure(True, seconds, attributed=False)
     ms = 1000.0
     off50, off99, on50, on99 = (_p(values, q) * ms for values in (off.latencies, on.latencies) for q in (0.5, 0.99))
     delay50, delay99 = _p(on.delays, 0.5) * ms, _p(on.delays, 0.99) * ms
@@ -236,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         ("sandbox latency, room off: p50 / p99", f"{off50:.1f} / {off99:.1f} ms", f"{len(off.latencies)} requests"),
         ("sandbox latency, room on: p50 / p99", f"{on50:.1f} / {on99:.1f} ms", f"{len(on.latencies)} requests"),
         ("ratio room on / off: p50 / p99", f"{on50 / off50:.2f}x / {on99 / off99:.2f}x", "same probe, same run"),
+        (
+            "ratio room on, probe without a key / off: p50 / p99",
+            f"{_p(anonymous.latencies, 0.5) * ms / off50:.2f}x / {_p(anonymous.latencies, 0.99) * ms / off99:.2f}x",
+            "not attributed: the ASGI path alone",
+        ),
         (
             "page update delay: p50 / p99 / max",
             f"{delay50:.0f} / {delay99:.0f} / {max(on.delays, default=float('nan')) * ms:.0f} ms",

@@ -43,7 +43,7 @@ import httpx  # noqa: E402
 import sandbox  # noqa: E402
 from sandbox import skyl  # noqa: E402
 
-ROWS = ("inproc", "loop", "sdk", "serve", "stalls", "challenges", "learner", "memory", "limits", "kept")
+ROWS = ("inproc", "loop", "sdk", "serve", "stalls", "challenges", "sandbox", "learner", "memory", "limits", "kept")
 PROMPT = "What's the weather in Paris?"
 
 
@@ -326,20 +326,27 @@ def row_serve(settings: Settings) -> list[Row]:
         print(skipped, file=sys.stderr, flush=True)
     kinds = ["sandbox", "starlette"] + ([] if skipped else ["aimock"])
     cells: dict[tuple[str, bool, int], _serve.Cell] = {}
+    cpus: dict[tuple[str, bool, int], float] = {}
     for stream in (False, True):
         pool = _serve.request_pool(stream)
         with contextlib.ExitStack() as stack:
-            ports = {kind: stack.enter_context(_serve.server_process(kind)).port for kind in kinds}
+            served = {kind: stack.enter_context(_serve.server_process(kind)) for kind in kinds}
             for kind in kinds:  # first requests pay for imports and caches: not measured
-                _serve.measure(kind, ports[kind], pool, stream=stream, clients=4, seconds=1.0)
+                _serve.measure(kind, served[kind].port, pool, stream=stream, clients=4, seconds=1.0)
             for clients in SERVE_CLIENTS:
                 for round_index in range(rounds):
                     shift = round_index % len(kinds)
                     for kind in kinds[shift:] + kinds[:shift]:
-                        cell = _serve.measure(kind, ports[kind], pool, stream=stream, clients=clients, seconds=seconds)
+                        port, pid = served[kind].port, served[kind].pid
+                        cell = _serve.measure(
+                            kind, port, pool, stream=stream, clients=clients, seconds=seconds, pid=pid
+                        )
                         best = cells.get((kind, stream, clients))
                         if best is None or cell.rps > best.rps:
                             cells[kind, stream, clients] = cell
+                        cpu = cpus.get((kind, stream, clients))
+                        if cell.cpu_us is not None and (cpu is None or cell.cpu_us < cpu):
+                            cpus[kind, stream, clients] = cell.cpu_us
     rows = []
     for stream in (False, True):
         mode = "streamed" if stream else "plain"
@@ -374,6 +381,22 @@ def row_serve(settings: Settings) -> list[Row]:
                     profile,
                 )
             )
+            cpu, floor_cpu, mock_cpu = (
+                cpus.get((kind, stream, clients)) for kind in ("sandbox", "starlette", "aimock")
+            )
+            if cpu is not None and floor_cpu is not None:
+                versus = f", aimock {mock_cpu:.0f} us" if mock_cpu is not None else ""
+                rows.append(
+                    Row(
+                        f"{name}: server CPU per request against the starlette floor",
+                        cpu / floor_cpu,
+                        "minimal starlette app, same canned answers (best round each)",
+                        "<= 1x",
+                        cpu <= floor_cpu,
+                        f"sandbox {cpu:.0f} us vs starlette {floor_cpu:.0f} us{versus}",
+                        profile,
+                    )
+                )
             others = "".join(
                 f", {kind} {cells[kind, stream, clients].p50_ms:.2f} / {cells[kind, stream, clients].p99_ms:.2f}"
                 for kind in kinds[1:]
@@ -469,6 +492,30 @@ def row_challenges(settings: Settings) -> list[Row]:
     ]
 
 
+# -- row: sandbox ------------------------------------------------------------------------------------
+
+
+def row_sandbox(settings: Settings) -> list[Row]:
+    """What bubblewrap costs learner code (bench/_sandbox.py): against the same in plain processes."""
+    import _sandbox
+
+    why = _sandbox.usable()
+    if why:
+        return [Row("sandbox: bubblewrap", None, "plain processes", "<= 1.2x", None, f"n/a: {why}")]
+    measured = _sandbox.worker_and_dialogue(3 if settings.quick else 5, 5 if settings.quick else 10, 30)
+    (start, talk), (start_p, talk_p) = measured["auto"], measured["process"]
+    runs = _sandbox.catalogue_run(1 if settings.quick else 2)
+    (wall, said), (wall_p, said_p) = runs["auto"], runs["process"]
+    return [
+        Row("sandbox: worker start (fork + import + answer)", start / start_p, "the same, plain processes", "< 2x",
+            start / start_p < 2, f"{start * 1e3:.1f} ms vs {start_p * 1e3:.1f} ms"),
+        Row("sandbox: one dialogue (3 requests over the endpoint)", talk / talk_p, "the same, plain processes",
+            "<= 1.2x", talk / talk_p <= 1.2, f"{talk * 1e3:.2f} ms vs {talk_p * 1e3:.2f} ms"),
+        Row("sandbox: pytest challenges/ --impl solutions", wall / wall_p, "--isolation process", "<= 1.2x",
+            wall / wall_p <= 1.2, f"{wall:.2f} s vs {wall_p:.2f} s ({said}; {said_p})"),
+    ]  # fmt: skip
+
+
 # -- rows: a learner's wait for feedback (bench/_learner.py) ----------------------------------------
 
 
@@ -510,7 +557,7 @@ def row_learner(settings: Settings) -> list[Row]:
         best = min(saves)
         rows.append(
             Row(
-                "sandbox watch: a save of a failing exercise re-graded (-x, first failure shown)",
+                "sandbox watch: a save of a failing exercise re-graded, up to its first failure",
                 best / base,
                 f"pytest on {count} trivial tests, same venv and config",
                 "< 1 s, <= 1x",
@@ -764,7 +811,7 @@ def main() -> int:
     started = time.perf_counter()
     rows: list[Row] = []
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve, "stalls": row_stalls,
-                "challenges": row_challenges, "learner": row_learner, "memory": row_memory,
+                "challenges": row_challenges, "sandbox": row_sandbox, "learner": row_learner, "memory": row_memory,
                 "limits": row_limits, "kept": row_kept}  # fmt: skip
     for name in ROWS:
         if name in chosen:

@@ -280,10 +280,18 @@ class Engine:
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
-            headers = {"content-type": wire.stream_media_type, **wire.request_headers(digest)}
+            headers = {
+                "content-type": wire.stream_media_type,
+                **wire.request_headers(digest),
+                **wire.answer_headers(digest, stream=True),
+            }
         else:
             chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
-            headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+            headers = {
+                "content-type": wire.media_type,
+                **wire.request_headers(digest),
+                **wire.answer_headers(digest, stream=False),
+            }
         delivery = None
         if applied is not None:
             chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)

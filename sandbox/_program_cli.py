@@ -70,6 +70,14 @@ def add_commands(command: Command, where: argparse.ArgumentParser) -> None:
         default=None,
         help="the program's language, for the names in the feedback (default: read from the command and the build)",
     )
+    grade_.add_argument(
+        "--isolation",
+        choices=("auto", "strict", "process"),
+        default="auto",
+        help="strict: only under bubblewrap (refuse without it); process: plain processes; auto (default): "
+        "bubblewrap when usable",
+    )
+    grade_.add_argument("--grade-as", default=None, metavar="USER", help="grading as root: run the program as USER")
     room.add_join_options(grade_)
 
 
@@ -101,6 +109,12 @@ def _grade(args: argparse.Namespace) -> int:
         raise CommandLineError(f"--wire {args.wire}: use one or more of {', '.join(PROVIDERS)}, comma-separated.")
     if args.timeout <= 0:
         raise CommandLineError(f"--timeout {args.timeout}: use a number of seconds above 0.")
+    from .grading.boundary._isolation import IsolationError, choose
+
+    try:
+        isolation = choose(args.isolation, args.grade_as)
+    except IsolationError as error:
+        raise CommandLineError(str(error)) from None
     root = find_root(args.dir or Path.cwd())
     known = {info.name: info for info in load_challenges(root)} if root else {}
     programs = [known.get(name) or ChallengeInfo(name, Path(name)) for name in CASES]
@@ -128,5 +142,6 @@ def _grade(args: argparse.Namespace) -> int:
             language=language,
             titles={info.name: program_title(info.name, info.title) for info in chosen},
             observe=observe,
+            isolation=isolation,
         ),
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ._scenario import Scenario, Step, is_usable, render_text
 from ._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat
+from .wire._reasoning import reasoning_tokens
 
 __all__ = ["Position", "replay", "render_turn"]
 
@@ -59,12 +60,15 @@ def render_turn(
     step = scenario.steps[position.script_index]
     calls = expected_calls(wire, scenario, step, position.step)
     text = render_text(step.text, position.results, position.last) if step.text else ""
-    parts: list[Part] = list(expected_reasoning(wire, scenario, step, position.step, conversation))
+    reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
+    parts: list[Part] = list(reasoning)
     if text:
         parts.append(Text(text))
     parts.extend(calls)
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
-    output_tokens = 1 + len(text) // 4 + sum(8 + len(str(call.arguments)) // 4 for call in calls)
+    # The README's "Usage figures": 4 characters a token, thinking included in the output.
+    thinking = reasoning_tokens(step.thought()) if reasoning else 0
+    output_tokens = 1 + len(text) // 4 + sum(8 + len(str(call.arguments)) // 4 for call in calls) + thinking
     return ModelTurn(
         message=Message("assistant", parts),
         stop_reason=stop,
@@ -72,6 +76,7 @@ def render_turn(
         raw_stop_reason=step.stop_reasons.get(wire.name),
         usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
         request=request_digest,
+        reasoning_tokens=thinking,
     )
 
 

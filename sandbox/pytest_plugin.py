@@ -22,13 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import sandbox
+
 from ._exceptions import ScenarioError
 from .grading import Challenge
 from .grading.boundary._implementations import Implementations
+from .grading.boundary._isolation import MODES, Isolation, IsolationError, choose
 from .grading.boundary._runner import WorkerError, shared_zygote
 from .grading.judge._challenge import Deadlines
 from .grading.judge._feedback import NotStarted
 from .grading.judge._grouping import FailureGroups
+from .grading.judge._integrity import Snapshot, preload
 from .grading.judge._meta import HINTS_FILE, challenge_folder, load_challenges
 from .grading.judge._report import ResultsFile
 from .grading.judge._state import State, digest
@@ -41,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["challenge", "sandbox_mock"]
 
 DEFAULT_TIMEOUT = 5.0
+DEFAULT_RUN_DEADLINE = 900.0
+_LOADABLE_IN_CHALLENGES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class _Ref:
 
 _HARNESS = pytest.StashKey["_Harness"]()
 _DESELECTED = pytest.StashKey[set[str]]()
+_ISOLATION = pytest.StashKey[Isolation]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,6 +104,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help=f"per-test deadline for challenge code (default {DEFAULT_TIMEOUT:g}).",
     )
+    group.addoption(
+        "--isolation",
+        dest="sandbox_isolation",
+        choices=MODES,
+        default="auto",
+        help="where learner code runs: strict = only under bubblewrap (refuse to grade without it), process = "
+        "plain processes, auto (default) = bubblewrap when usable.",
+    )
+    group.addoption(
+        "--run-deadline",
+        dest="sandbox_run_deadline",
+        type=float,
+        default=DEFAULT_RUN_DEADLINE,
+        metavar="SECONDS",
+        help=f"deadline for the whole run: tests left after it fail at once (default {DEFAULT_RUN_DEADLINE:g}).",
+    )
+    group.addoption(
+        "--grade-as",
+        dest="sandbox_grade_as",
+        metavar="USER",
+        default=None,
+        help="when grading as root, the unprivileged user learner code runs as (default: nobody).",
+    )
 
 
 def _add_option(parser: pytest.Parser, group: Any, names: Sequence[str], **attrs: Any) -> None:
@@ -104,6 +134,29 @@ def _add_option(parser: pytest.Parser, group: Any, names: Sequence[str], **attrs
     groups = [*getattr(parser, "_groups", ()), getattr(parser, "_anonymous", None)]
     taken = {name for g in groups if g is not None for option in g.options for name in option.names()}
     group.addoption(*[name for name in names if name not in taken], **attrs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """A conftest.py or an ini file inside a challenges folder is none of the challenges': graded code
+    of an earlier run may have written it, and it would run inside the grader. Refused before pytest
+    loads any (pytest calls this hook for installed plugins only, before conftest files)."""
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        path = Path(arg.split("::", 1)[0])
+        if not path.exists():
+            continue
+        root = path if (path / HINTS_FILE).is_file() else path.parent if (path.parent / HINTS_FILE).is_file() else None
+        if root is None:
+            continue
+        found = sorted(p for name in _LOADABLE_IN_CHALLENGES for p in root.rglob(name))
+        if found:
+            raise pytest.UsageError(
+                f"{found[0]}: a {found[0].name} inside the challenges folder is not part of the challenges, and it "
+                "would run inside the grader (graded code of an earlier run may have written it). Delete it, then "
+                "grade again."
+            )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,6 +169,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "for this test.",
     )
     config.stash[_DESELECTED] = set()
+    try:
+        config.stash[_ISOLATION] = choose(config.getoption("sandbox_isolation"), config.getoption("sandbox_grade_as"))
+    except IsolationError as error:
+        raise pytest.UsageError(str(error)) from None
     impl = config.getoption("sandbox_impl")
     if impl and not (config.invocation_params.dir / impl).is_dir():
         raise pytest.UsageError(
@@ -144,7 +201,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
     overlaps the rest of the collection instead of delaying the first test."""
     if file_path.suffix == ".py" and file_path.name.startswith("test_") and challenge_folder(file_path):
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
-            shared_zygote()
+            shared_zygote(parent.config.stash[_ISOLATION])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -155,6 +212,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.pluginmanager.register(harness, "sandbox-challenges")
         groups = FailureGroups({nodeid: ref.name for nodeid, ref in refs.items()})
         session.config.pluginmanager.register(groups, "sandbox-failure-groups")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(harness.implementations.isolation.notice())
+        harness.watch()
         reporter = room.reporter_for(session.config, {nodeid: ref.name for nodeid, ref in refs.items()})
         if reporter is not None:
             session.config.pluginmanager.register(reporter, "sandbox-room")
@@ -229,8 +290,12 @@ class _Harness:
         self.here = config.invocation_params.dir
         impl = config.getoption("sandbox_impl")
         self.impl_dir = (self.here / impl).resolve() if impl else None
-        self.implementations = Implementations()
-        self.deadlines = Deadlines(config.getoption("sandbox_timeout"))
+        self.implementations = Implementations(config.stash[_ISOLATION])
+        self.deadlines = Deadlines(
+            config.getoption("sandbox_timeout"), run_seconds=config.getoption("sandbox_run_deadline")
+        )
+        self.snapshot: Snapshot | None = None
+        self.tampered: list[str] = []
         self.not_started: set[str] = set()
         self.outcomes: dict[str, str] = {}
         self.announce_report = bool(config.getoption("sandbox_report"))
@@ -259,7 +324,14 @@ class _Harness:
     def challenge_for(self, nodeid: str) -> Challenge:
         ref = self.refs[nodeid]
         source = self.source(ref)
-        return Challenge(ref.name, source, self._shown(source), self.implementations, self.deadlines)
+        return Challenge(ref.name, source, self._shown(source), self.implementations, self.deadlines, test=nodeid)
+
+    def watch(self) -> None:
+        """Before any learner code runs: load what the grader judges with, keep what it is."""
+        preload()
+        package = Path(sandbox.__file__).resolve().parent
+        rootdir = self.config.rootpath
+        self.snapshot = Snapshot.take([package, *self._roots()], around=[rootdir, self.here, *self._roots()])
 
     # -- verdicts -------------------------------------------------------------------------------
 
@@ -319,12 +391,22 @@ class _Harness:
         # Every worker and whatever it started is dead before the last word is written: nothing the
         # learner's code left behind can rewrite the report afterwards.
         self.implementations.close()
+        if self.snapshot is not None:
+            written = (
+                {self.report.path, self.report.path.with_name(self.report.path.name + ".tmp")} if self.report else set()
+            )
+            self.tampered = self.snapshot.check(ignore=written)
         if self.report is not None:
+            if self.tampered:
+                self.report.void(self.tampered)
             self.report.write()
         if self.impl_dir is None:
             self._save_progress()
-        if session.exitstatus == pytest.ExitCode.OK and any(
-            tally.failed or tally.not_started or tally.total < tally.collected for tally in self._tallies().values()
+        if session.exitstatus == pytest.ExitCode.OK and (
+            self.tampered
+            or any(
+                tally.failed or tally.not_started or tally.total < tally.collected for tally in self._tallies().values()
+            )
         ):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -357,6 +439,12 @@ class _Harness:
             return
         titles = {info.name: info.title for root in self._roots() for info in load_challenges(root)}
         terminalreporter.write_sep("=", "challenges")
+        if self.tampered:
+            terminalreporter.write_line(
+                "The graded code changed what the grader judges with; this run counts for nothing:"
+            )
+            for problem in self.tampered:
+                terminalreporter.write_line(f"  - {problem}", red=True)
         if self.impl_dir is not None:
             terminalreporter.write_line(f"Graded {self._shown(self.impl_dir)}/<challenge>.py, not exercise.py.")
         for line in challenge_lines(tallies, titles):

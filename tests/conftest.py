@@ -92,3 +92,11 @@ def go_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "GOPATH": str(scratch / "path"),
         "CGO_ENABLED": "0",
     }
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The room page's screenshot of this run (tests/test_room_browser.py), where a person can look at it."""
+    from tests.room_server import SCREENSHOTS
+
+    for shot in SCREENSHOTS:
+        terminalreporter.write_line(f"room page screenshot: {shot}")

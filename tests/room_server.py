@@ -21,6 +21,8 @@ TITLES = {
     "02_bounded_loop": "The loop, bounded",
     "03_several_calls": "Several calls in one turn",
 }
+SCREENSHOTS: list[Path] = []
+"""The screenshots this run kept: the summary prints their paths."""
 APPEND_ONCE = "Append resp.message itself, once per turn; never a reconstruction."
 TURN_FIRST = "Append resp.message before any tool result: every provider requires it."
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -212,11 +214,20 @@ def test_a_generated_failure_that_does_not_happen_again_still_fails(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """Timing varies between runs: a turn run one at a time once is reported, even if its replay overlaps."""
-    marker = tmp_path / "ran-once"
-    argv = ["8", "--wire", "openai", "--", *LOOP, "--mistake", "sequential_once", "--marker", str(marker)]
-    status, out = grade(capsys, *argv)
-    assert status == 1
-    assert marker.exists()
+    # The program keeps a file between its runs, which only the fallback lets it write (bubblewrap gives each run
+    # a fresh /tmp), in a folder the unprivileged user it runs as (grading as root) can write, with a Python it
+    # can run (the test's own may sit under /root).
+    python = "/usr/bin/python3" if os.geteuid() == 0 and Path("/usr/bin/python3").is_file() else sys.executable
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-marker-"))
+    folder.chmod(0o777)
+    marker = folder / "ran-once"
+    program = [python, str(HERE / "programs" / "loop.py"), "--mistake", "sequential_once", "--marker", str(marker)]
+    try:
+        status, out = grade(capsys, "8", "--wire", "openai", "--isolation", "process", "--", *program)
+        assert status == 1
+        assert marker.exists()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     assert "FAILED 08_async: any_task_runs_each_turn_concurrently[generated-openai]" in out
     assert "one at a time" in out
 
@@ -225,18 +236,30 @@ def test_a_generated_failure_that_does_not_happen_again_still_fails(
 def test_a_program_that_hangs_is_killed_with_everything_it_started(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    pids = tmp_path / "pids"
+    token = f"sandbox-test-{os.getpid()}-{time.monotonic_ns()}"
     code = (
         "import subprocess, sys, time; "
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
-        f"open({str(pids)!r}, 'a').write(str(child.pid) + '\\n'); time.sleep(600)"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', {token!r}]); "
+        "time.sleep(600)"
     )
     status, out = grade(capsys, "6", "--wire", "openai", "--timeout", "3", "--", sys.executable, "-c", code)
     assert status == 1
     assert "did not exit within 3 s, so the grader killed it (its whole process group)" in out
     assert "06_detect_the_end  failing" in out
-    for pid in map(int, pids.read_text().split()):
+    # Found by what they run (under bubblewrap their pids are the sandbox's, not this machine's).
+    for pid in _running(token):
         assert _gone(pid), f"process {pid}, started by the program, outlived its case"
+
+
+def _running(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def _gone(pid: int) -> bool:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import sqlite3
 import zipfile
 from pathlib import Path
 
@@ -82,22 +84,26 @@ def test_room_marks_a_learner_without_a_run_for_n_minutes_as_stuck() -> None:
     assert not rows["finished"]["idle"], "a learner who passed everything is done, not stuck"
 
 
-def test_room_restart_keeps_learners_runs_and_key(tmp_path: Path) -> None:
+def test_room_restart_keeps_learners_progress_and_key(tmp_path: Path) -> None:
     db = tmp_path / "room.db"
     with serving_room(db) as first:
         key = first.service.key
         ada = Learner.join(first.room, "ada")
-        ada.post(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)}))
+        for _ in range(2):
+            ada.post(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)}))
     with serving_room(db) as second:
         assert second.service.key == key, "the instructor's URL survives a restart of the same --room-db"
         row = second.instructor("/api/state").json()["learners"][0]
         assert (row["name"], row["cells"]["01_apply_tool_results"]["rules"]) == ("ada", [APPEND_ONCE])
+        assert second.instructor("/api/learners/ada").json()["latest_failure"]["rule"] == APPEND_ONCE
         ada.room = second.room
-        assert ada.post(run(**{"01_apply_tool_results": (2, 0)})).status_code == 202
-        assert (
-            second.instructor("/api/state").json()["learners"][0]["cells"]["01_apply_tool_results"]["status"]
-            == "passed"
-        )
+        assert ada.post(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)})).status_code == 202
+        cell = second.instructor("/api/state").json()["learners"][0]["cells"]["01_apply_tool_results"]
+        assert (cell["streak"], cell["stuck"]) == (3, True), "the streak goes on across the restart"
+        for _ in range(5):
+            ada.post(run(**{"01_apply_tool_results": (2, 0)}))
+    with contextlib.closing(sqlite3.connect(db)) as raw:
+        assert raw.execute("SELECT count(*) FROM progress").fetchone() == (1,), "one row per learner, however many runs"
 
 
 def test_room_learner_token_cannot_read_the_instructors_api(served) -> None:  # type: ignore[no-untyped-def]
@@ -158,8 +164,16 @@ def test_room_expired_token_has_clear_error_and_rejoins_with_it(tmp_path: Path) 
         response = ada.post(run(**{"01_x": (1, 0)}))
         assert response.status_code == 401
         assert "expired" in response.json()["error"]["message"]
-        again = httpx.post(f"{served.room}/api/join", json={"name": "ada", "token": ada.token}, timeout=10)
+        again = httpx.post(
+            f"{served.room}/api/join", json={"name": "ada", "token": ada.token, "api_key": ada.api_key}, timeout=10
+        )
         assert again.status_code == 200 and again.json()["token"] != ada.token
+        assert again.json()["api_key"] == ada.api_key, "their own loop keeps working with the key it has"
+        stranger = Learner.join(served.room, "bob")
+        taken = httpx.post(
+            f"{served.room}/api/join", json={"name": "bob", "token": stranger.token, "api_key": ada.api_key}, timeout=10
+        )
+        assert taken.json()["api_key"] != ada.api_key, "a key stays with the learner it was issued to"
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sandbox.grading.judge._meta import load_challenges
-from tests.room_server import APPEND_ONCE, TURN_FIRST, Learner, Served, run, serving_room
+from tests.room_server import APPEND_ONCE, SCREENSHOTS, TURN_FIRST, Learner, Served, run, serving_room
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -125,9 +125,10 @@ def test_page_counts_the_rules_broken_right_now(page: Any, served: Served) -> No
     fixed = Learner.join(served.room, "e")
     fixed.post(run(**{"02_bounded_loop": (2, 1, TURN_FIRST)}))
     _count(page, "li.rule", 2)
-    page.wait_for_function("document.querySelector('li.rule .count').textContent === '3'", timeout=WAIT)
+    # Functions, not expressions: Playwright evaluates an expression with eval(), which the page's CSP refuses.
+    page.wait_for_function("() => document.querySelector('li.rule .count').textContent === '3'", timeout=WAIT)
     fixed.post(run(**{"02_bounded_loop": (3, 0)}))
-    page.wait_for_function("document.querySelectorAll('li.rule .count')[1]?.textContent === '1'", timeout=WAIT)
+    page.wait_for_function("() => document.querySelectorAll('li.rule .count')[1]?.textContent === '1'", timeout=WAIT)
     shown = [
         (item.locator(".count").inner_text(), item.locator(".text").inner_text())
         for item in page.locator("li.rule").all()
@@ -223,5 +224,5 @@ def test_page_screenshot_for_the_projector(page: Any, served: Served, tmp_path_f
     assert page.locator("#learner .bubble.refusal .flag-rule").inner_text().startswith("rule: ")
     shot = tmp_path_factory.getbasetemp() / "room.png"
     page.screenshot(path=str(shot), full_page=True)
-    print(f"\nscreenshot of the room's page: {shot}")
     assert shot.stat().st_size > 20_000
+    SCREENSHOTS.append(shot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -72,11 +73,19 @@ def test_room_command_prints_the_page_and_the_join_line_and_keeps_its_key(tmp_pa
             assert shown.status_code == 200 and "Workshop room" in shown.text
             assert "02_bounded_loop: The loop, bounded" in shown.text, "the columns come from ./challenges"
             keys.append(page.group(1).split("key=")[1])
-            httpx.post(f"http://127.0.0.1:{port}/room/api/join", json={"name": "ada"}, timeout=10)
-            assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+            with httpx.stream("GET", f"http://127.0.0.1:{port}/room/api/events", params={"key": keys[-1]}) as live:
+                events = live.iter_lines()
+                assert next(line for line in events if line.startswith("data: "))  # the page's first parts
+                httpx.post(f"http://127.0.0.1:{port}/room/api/join", json={"name": f"ada {len(keys)}"}, timeout=10)
+                joined = next(line for line in events if line.startswith("data: ") and f"ada {len(keys)}" in line)
+                assert f"ada {len(keys)}" in json.loads(joined[6:])["revisions"], "the join reached the open page"
+                process.send_signal(signal.SIGINT)  # with the page's stream still open
+                rest = list(events)  # the server ends the stream as it shuts down
+            assert not any("data: " in line for line in rest[1:]), rest
         finally:
             process.send_signal(signal.SIGINT)
-            process.communicate(timeout=30)
+            out, _ = process.communicate(timeout=60)
+        assert "destroyed but it is pending" not in out and "cut after" not in out, out[-2000:]
     assert keys[0] == keys[1]
 
 

@@ -19,7 +19,9 @@ to the room after the answer has gone out, so the room never delays a learner's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from importlib import resources
@@ -110,7 +112,7 @@ class RoomApp:
                     429, "too_many_joins", "Too many joins from this address: wait a moment.", retry_after=wait
                 )
             body = await _body(receive)
-            joined = await self.service.join(body.get("name"), body.get("token"))
+            joined = await self.service.join(body.get("name"), body.get("token"), body.get("api_key"))
             await _json(
                 send,
                 200,
@@ -151,7 +153,7 @@ class RoomApp:
         if path in ("/", "/index.html") and method == "GET":
             base = _base_url(scope)
             html = _page.page(
-                snapshot(_now()),
+                snapshot(time.time()),
                 join_line=f"pytest challenges/ --room {base}{PREFIX} --name 'YOUR NAME'",
                 loop_line=f"base_url={base}/v1, api_key: the one printed when you join",
             )
@@ -163,7 +165,7 @@ class RoomApp:
                 {"content-type": "text/html; charset=utf-8", "set-cookie": cookie, **_SECURITY},
             )
         elif path == "/api/state" and method == "GET":
-            await _json(send, 200, snapshot(_now()))
+            await _json(send, 200, snapshot(time.time()))
         elif path == "/api/events" and method == "GET":
             await self._events(receive, send)
         elif path.startswith("/fragment/learner/") and method == "GET":
@@ -184,10 +186,10 @@ class RoomApp:
                 "content-type": "text/csv; charset=utf-8",
                 "content-disposition": 'attachment; filename="room.csv"',
             }
-            await _send(send, 200, _export.room_csv(snapshot(_now())), headers)
+            await _send(send, 200, _export.room_csv(snapshot(time.time())), headers)
         elif path == "/export/results.zip" and method == "GET":
             headers = {"content-type": "application/zip", "content-disposition": 'attachment; filename="results.zip"'}
-            await _send(send, 200, _export.results_zip(snapshot(_now())), headers)
+            await _send(send, 200, _export.results_zip(snapshot(time.time())), headers)
         else:
             raise RoomError(
                 404, "not_found", f"No {method} {PREFIX}{path} in the room: see the room's page for what it serves."
@@ -234,30 +236,29 @@ class RoomApp:
         except OSError:  # the page went away mid-write
             pass
         finally:
-            self.service.unsubscribe(queue)
             gone.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gone
+            await self.service.unsubscribe(queue)
 
 
 def _row(service: RoomService, name: str) -> dict[str, Any] | None:
-    return next((row for row in service.room.snapshot(_now())["learners"] if row["name"] == name), None)
+    return next((row for row in service.room.snapshot(time.time())["learners"] if row["name"] == name), None)
 
 
 def _shutting_down(send: Send) -> bool:
-    """uvicorn marks a connection's cycle `keep_alive = False` when the server begins to shut down: an
-    endless stream ends then, instead of holding the shutdown up until it times out."""
+    """Whether the server has begun to shut down, so an endless stream ends within a second instead of
+    holding the shutdown up until its grace runs out. ASGI has no such message for an HTTP request:
+    `sandbox serve`'s own server marks the request's connection `closing`, uvicorn marks its cycle
+    `keep_alive = False`; `send` is a bound method of that cycle in both."""
     cycle = getattr(send, "__self__", None)
-    return getattr(cycle, "keep_alive", True) is False
+    connection = getattr(cycle, "connection", None)
+    return getattr(cycle, "keep_alive", True) is False or getattr(connection, "closing", False) is True
 
 
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
 
 
 def _query(scope: Scope) -> str:

@@ -101,12 +101,12 @@ class RoomLink:
         if isinstance(cached, dict) and cached.get("name") == self.name and cached.get("token"):
             self._joined = cached
             return
-        self._join_now(None)
+        self._join_now(None, None)
 
-    def _join_now(self, old: str | None) -> None:
+    def _join_now(self, old: str | None, api_key: str | None) -> None:
         try:
             try:
-                joined = self._request("POST", "/api/join", {"name": self.name, "token": old})
+                joined = self._request("POST", "/api/join", {"name": self.name, "token": old, "api_key": api_key})
             except _Refused as refusal:
                 if old is None or not str(refusal).startswith("409"):
                     raise
@@ -135,8 +135,8 @@ class RoomLink:
             except _Refused as refusal:
                 if not str(refusal).startswith("401"):  # an unknown or expired token: join again, once
                     raise
-                old, self._joined = self._joined["token"], None
-                self._join_now(old)
+                old, self._joined = self._joined, None
+                self._join_now(old.get("token"), old.get("api_key"))
                 if self._joined is None:
                     return
                 self._request("POST", "/api/runs", run, token=self._joined["token"])

@@ -1,8 +1,9 @@
 """What the room knows, in memory: learners by challenges, who is stuck, which rules are broken now.
 
 May touch: nothing outside itself (no I/O, no clock of its own: every time is passed in). The store
-is the durable copy; this is the view, rebuilt from the store's runs at start-up and updated as runs
-and conversations arrive, so that a page update costs a walk over memory rather than a query.
+is the durable copy; this is the view, restored from the store's progress rows at start-up and
+updated as runs and conversations arrive, so that a page update costs a walk over memory rather
+than a query.
 
 A run is what one grader posted: per challenge the tallies, per failing test the rule and the
 headline (and, for the first failure of each challenge, the feedback as the learner saw it).
@@ -11,9 +12,10 @@ headline (and, for the first failure of each challenge, the feedback as the lear
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,7 +287,22 @@ class Room:
             "conversations": list(reversed(learner.conversations.values())),
         }
 
-    def replay(self, runs: Iterable[tuple[str, float, dict[str, Any]]]) -> None:
-        for name, at, run in runs:
-            if name in self.learners:
-                self.apply_run(name, at, run)
+    def progress(self, name: str) -> dict[str, Any]:
+        """What the store keeps of a learner between restarts: their cells and latest failure."""
+        learner = self.learners[name]
+        return {
+            "last_run": learner.last_run,
+            "latest_failure": learner.latest_failure,
+            "cells": {challenge: dataclasses.asdict(cell) for challenge, cell in learner.cells.items()},
+        }
+
+    def restore(self, name: str, progress: Mapping[str, Any]) -> None:
+        learner = self.learners.get(name)
+        if learner is None:
+            return
+        learner.last_run = progress.get("last_run")
+        learner.latest_failure = progress.get("latest_failure")
+        for challenge, cell in progress.get("cells", {}).items():
+            signature = tuple((str(test), str(rule)) for test, rule in cell["signature"])
+            learner.cells[challenge] = Cell(**{**cell, "signature": signature})
+        self.version += 1

@@ -13,6 +13,7 @@ appears on its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import time
@@ -91,7 +92,8 @@ class RoomService:
         """API key -> learner, for the keys seen since start-up (the store knows only their digests)."""
         for record in store.learners():
             self.room.join(record.name, record.joined)
-        self.room.replay(store.runs())
+        for learner, progress in store.progress():
+            self.room.restore(learner, progress)
         for learner, key, conversation in store.conversations():
             self.room.put_conversation(learner, key, conversation)
         self._changed: asyncio.Event | None = None
@@ -101,7 +103,9 @@ class RoomService:
 
     # -- learners ---------------------------------------------------------------------------------
 
-    async def join(self, given: object, old_token: object = None) -> Joined:
+    async def join(self, given: object, old_token: object = None, old_api_key: object = None) -> Joined:
+        """A new learner, or (with the token a join gave them, even expired) the same learner again,
+        keeping the API key their own loop already uses when they send it back."""
         cleaned = clean_name(given)
         if cleaned is None:
             raise RoomError(
@@ -115,6 +119,9 @@ class RoomService:
         token, api_key = new_secret("rt-"), new_secret("sk-room-")
         expires = now + self.token_seconds
         if isinstance(old_token, str) and old_token:
+            if isinstance(old_api_key, str) and old_api_key:
+                owner = await asyncio.to_thread(self.store.by_api_key, old_api_key)
+                api_key = old_api_key if owner is not None and owner.name == name else api_key
             if await asyncio.to_thread(self.store.renew_learner, name, old_token, token, api_key, expires):
                 self._forget_keys(name)
                 self._keys[api_key] = name
@@ -166,9 +173,8 @@ class RoomService:
             run = parse_run(data)
         except RoomInputError as error:
             raise RoomError(400, "bad_run", f"the room cannot read this run: {error}") from None
-        now = time.time()
-        await asyncio.to_thread(self.store.add_run, name, now, run)
-        self.room.apply_run(name, now, run)
+        self.room.apply_run(name, time.time(), run)
+        await asyncio.to_thread(self.store.put_progress, name, self.room.progress(name))
         self._touch()
 
     async def remove(self, name: str) -> bool:
@@ -235,8 +241,14 @@ class RoomService:
         queue.put_nowait(self.parts())
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+    async def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+        """The page went away; with the last one, the broadcaster stops (and is gone before the loop is)."""
         self._subscribers.discard(queue)
+        broadcaster = self._broadcaster
+        if not self._subscribers and broadcaster is not None and not broadcaster.done():
+            broadcaster.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await broadcaster
 
     def _touch(self) -> None:
         if self._changed is not None:

@@ -2,8 +2,10 @@
 
 May touch: the database file it is given, and nothing else. Holds no logic about what a run means
 (see `_model`): it stores learners (their token and API key as SHA-256 digests, never the secrets
-themselves), each run a grader posted, each conversation the room's server saw, and the room's
-instructor key (so the page's URL survives a restart of the same `--room-db`).
+themselves), each learner's progress as of their last run (one row each, rewritten per run, so
+the file stays small however long the workshop), each conversation the room's server saw (the
+newest few per learner), and the room's instructor key (so the page's URL survives a restart of
+the same `--room-db`).
 
 Every method takes the one lock: the room calls the store from worker threads (`asyncio.to_thread`)
 so that a slow disk never stalls the event loop the sandbox answers on.
@@ -31,10 +33,8 @@ CREATE TABLE IF NOT EXISTS learners (
     joined REAL NOT NULL,
     expires REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    learner TEXT NOT NULL,
-    at REAL NOT NULL,
+CREATE TABLE IF NOT EXISTS progress (
+    learner TEXT PRIMARY KEY,
     body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS conversations (
@@ -110,7 +110,7 @@ class Store:
         """Forget a learner entirely (the instructor frees a name): their runs and conversations too."""
         with self._lock:
             cursor = self._db.execute("DELETE FROM learners WHERE name = ?", (name,))
-            self._db.execute("DELETE FROM runs WHERE learner = ?", (name,))
+            self._db.execute("DELETE FROM progress WHERE learner = ?", (name,))
             self._db.execute("DELETE FROM conversations WHERE learner = ?", (name,))
         return cursor.rowcount == 1
 
@@ -135,19 +135,19 @@ class Store:
 
     # -- what learners sent -----------------------------------------------------------------------
 
-    def add_run(self, learner: str, at: float, body: dict[str, Any]) -> None:
+    def put_progress(self, learner: str, body: dict[str, Any]) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT INTO runs (learner, at, body) VALUES (?, ?, ?)",
-                (learner, at, json.dumps(body, ensure_ascii=False, separators=(",", ":"))),
+                "INSERT OR REPLACE INTO progress (learner, body) VALUES (?, ?)",
+                (learner, json.dumps(body, ensure_ascii=False, separators=(",", ":"))),
             )
 
-    def runs(self) -> Iterator[tuple[str, float, dict[str, Any]]]:
-        """Every run, oldest first: what the room replays at start-up."""
+    def progress(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each learner's progress as of their last run: what the room restores at start-up."""
         with self._lock:
-            rows = self._db.execute("SELECT learner, at, body FROM runs ORDER BY id").fetchall()
-        for learner, at, body in rows:
-            yield str(learner), float(at), json.loads(body)
+            rows = self._db.execute("SELECT learner, body FROM progress").fetchall()
+        for learner, body in rows:
+            yield str(learner), json.loads(body)
 
     def put_conversation(self, learner: str, key: str, updated: float, body: dict[str, Any]) -> None:
         with self._lock:

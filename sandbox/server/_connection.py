@@ -252,7 +252,7 @@ class Connection(asyncio.Protocol):
         assert request is not None
         self.current = None
         self.queue.append(request)
-        self._next()
+        self.loop.call_soon(self._next)
 
     # -- answering ------------------------------------------------------------------------------------
 

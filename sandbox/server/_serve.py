@@ -130,7 +130,10 @@ async def _run(
     server = await loop.create_server(lambda: Connection(front, limits, connections, app), sock=sock, backlog=BACKLOG)
     signals = [signal.SIGTERM, signal.SIGINT] if on_signals else []
     for number in signals:
-        loop.add_signal_handler(number, _on_signal, stop, connections)
+        try:
+            loop.add_signal_handler(number, _on_signal, stop, connections)
+        except NotImplementedError:  # pragma: no cover - Windows: the handler runs between loop steps
+            signal.signal(number, lambda *_: loop.call_soon_threadsafe(_on_signal, stop, connections))
     sweeper = loop.create_task(_sweep(connections))
     if started is not None:
         started()
@@ -142,7 +145,10 @@ async def _run(
     finally:
         sweeper.cancel()
         for number in signals:
-            loop.remove_signal_handler(number)
+            try:
+                loop.remove_signal_handler(number)
+            except NotImplementedError:  # pragma: no cover - Windows
+                signal.signal(number, signal.SIG_DFL)
 
 
 async def _sweep(connections: Pool) -> None:

@@ -143,6 +143,8 @@ class ModelTurn:
     request: str = ""
     """The identity of the answer: a digest of the request and the engine's number for it (empty
     outside the engine)."""
+    reasoning_tokens: int = 0
+    """The part of `usage.output_tokens` spent thinking: counted for a turn that carries reasoning."""
 
     @property
     def response_seed(self) -> str:
@@ -267,6 +269,11 @@ class WireFormat(ABC):
         """The headers every real answer of this provider carries, success or error, beyond the content
         type: its request id, which the official SDKs expose as `_request_id`. `request_digest` (hex)
         is unique to the request, so the id is deterministic and two requests never share one."""
+        return {}
+
+    def answer_headers(self, request_digest: str, *, stream: bool) -> dict[str, str]:
+        """The headers a successful answer carries beyond `request_headers`, streamed or not
+        (Gemini's front end adds its own)."""
         return {}
 
     def identified_error_body(self, error: WireError, request_digest: str) -> bytes:

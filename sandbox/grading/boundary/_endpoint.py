@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
+import socket
 import threading
 from collections.abc import Awaitable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..._engine import DEFAULT_MAX_BODY, Exchange
@@ -86,15 +89,26 @@ def _json(status: int, data: Any) -> _Reply:
 class Endpoint:
     """The loopback server: started once, doors opened and closed per conversation."""
 
-    def __init__(self, max_body: int = DEFAULT_MAX_BODY) -> None:
+    def __init__(self, max_body: int = DEFAULT_MAX_BODY, *, unix: tuple[Path, str] | None = None) -> None:
+        """`unix`: also serve on a Unix socket at this path, which sandboxed workers (no network of their
+        own) reach under the second name (`worker_socket`)."""
         self._doors: dict[str, Door] = {}
         self._max_body = max_body
         self._socket = tcp_socket()  # sends at once; and each read is acknowledged at once (`quick_ack`)
         self._socket.bind(("127.0.0.1", 0))
         self.port: int = self._socket.getsockname()[1]
+        self._unix: socket.socket | None = None
+        self.worker_socket: str | None = None
+        if unix is not None:
+            self._unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._unix.bind(str(unix[0]))
+            os.chmod(unix[0], 0o666)  # for the unprivileged user learner code runs as
+            self._unix.listen(128)
+            self.worker_socket = unix[1]
         self._loop = asyncio.new_event_loop()
         self._writers: set[asyncio.StreamWriter] = set()
         self._started: Future[asyncio.AbstractServer] = Future()
+        self._servers: list[asyncio.AbstractServer] = []
         self._thread = threading.Thread(target=self._serve, name="sandbox-grading-endpoint", daemon=True)
         self._thread.start()
         self._server = self._started.result(timeout=30)
@@ -117,6 +131,8 @@ class Endpoint:
         self._thread.join(timeout=30)
         self._loop.close()
         self._socket.close()
+        if self._unix is not None:
+            self._unix.close()
 
     # -- the server thread -------------------------------------------------------------------------
 
@@ -125,12 +141,18 @@ class Endpoint:
 
         async def start() -> None:
             server = await asyncio.start_server(self._connection, sock=self._socket, limit=_MAX_HEAD)
+            if self._unix is not None:
+                self._servers.append(
+                    await asyncio.start_unix_server(self._connection, sock=self._unix, limit=_MAX_HEAD)
+                )
             self._started.set_result(server)
 
         self._loop.run_until_complete(start())
         self._loop.run_forever()
 
     async def _shutdown(self) -> None:
+        for other in self._servers:
+            other.close()
         self._server.close()
         for writer in list(self._writers):
             writer.close()

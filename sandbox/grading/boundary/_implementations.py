@@ -3,13 +3,20 @@ between tests, replaced after a death or a hang."""
 
 from __future__ import annotations
 
+import itertools
+import os
 from pathlib import Path
 
 from ._endpoint import Endpoint
+from ._isolation import INSIDE, Isolation
 from ._protocol import ImplementationError
+from ._reaper import become_subreaper, sweep_children
 from ._runner import TimedOut, Worker, WorkerDied, Zygote, shared_zygote, show_output
 
 __all__ = ["Implementations"]
+
+_NUMBERS = itertools.count()
+_MAX_SOURCE = 4 << 20
 
 
 class Implementations:
@@ -17,7 +24,8 @@ class Implementations:
     that died or hung is replaced by the next test that needs one. Import errors are remembered: the
     file is not imported again this session."""
 
-    def __init__(self) -> None:
+    def __init__(self, isolation: Isolation | None = None) -> None:
+        self.isolation = isolation or Isolation(False)
         self._zygote: Zygote | None = None
         self._endpoint: Endpoint | None = None
         self._workers: dict[Path, Worker] = {}
@@ -26,16 +34,26 @@ class Implementations:
     def start(self) -> None:
         """Start the zygote now: its start-up overlaps the rest of pytest's. Raises `WorkerError`."""
         if self._zygote is None:
-            self._zygote = shared_zygote()
+            if self.isolation.uid is not None and not self.isolation.sandboxed:
+                become_subreaper()  # what escapes the zygote (killed by learner code) comes back here
+            self._zygote = shared_zygote(self.isolation)
 
     @property
     def endpoint(self) -> Endpoint:
         if self._endpoint is None:
-            self._endpoint = Endpoint()
+            unix = None
+            if self.isolation.sandboxed:
+                self.start()
+                assert self._zygote is not None
+                name = f"endpoint-{os.getpid()}-{next(_NUMBERS)}.sock"
+                unix = (self._zygote.sockets / name, f"{INSIDE}/sockets/{name}")
+            self._endpoint = Endpoint(unix=unix)
         return self._endpoint
 
-    def get(self, path: Path, shown_as: str, seconds: float) -> Worker:
-        """The live worker for `path`, importing it (within `seconds`) in a fresh one when needed."""
+    def get(self, path: Path, shown_as: str, seconds: float, *, take_away: bool = False) -> Worker:
+        """The live worker for `path`, importing it (within `seconds`) in a fresh one when needed.
+
+        `take_away`: skyl's stream collector is off limits in that worker from before the import on."""
         if path in self._failed:
             raise self._failed[path]
         worker = self._workers.get(path)
@@ -43,9 +61,15 @@ class Implementations:
             return worker
         self.start()
         assert self._zygote is not None
+        try:
+            source = _source(path, shown_as)  # read here: a sandboxed worker does not see the file
+        except ImplementationError as unreadable:
+            self._failed[path] = unreadable
+            raise
         worker = Worker(self._zygote)
         try:
-            reply = worker.request({"op": "load", "path": str(path), "shown_as": shown_as}, seconds)
+            load = {"op": "load", "path": str(path), "shown_as": shown_as, "source": source, "take_away": take_away}
+            reply = worker.request(load, seconds)
         except TimedOut:
             error = ImplementationError(
                 f"{shown_as} did not finish importing within {seconds:g} s: look for a loop or a blocking call "
@@ -78,6 +102,22 @@ class Implementations:
         if self._zygote is not None:
             self._zygote.sweep()
             self._zygote = None
+        if self.isolation.uid is not None and not self.isolation.sandboxed:
+            sweep_children(self.isolation.uid)
         if self._endpoint is not None:
             self._endpoint.close()
             self._endpoint = None
+
+
+def _source(path: Path, shown_as: str) -> str:
+    """The text of the implementation file, read by the grader. Raises `ImplementationError`."""
+    try:
+        if path.stat().st_size > _MAX_SOURCE:
+            raise ImplementationError(f"{shown_as} is over {_MAX_SOURCE // 1024} KiB: a challenge needs far less.")
+        return path.read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, NotADirectoryError):
+        raise ImplementationError(f"{shown_as} does not exist.") from None
+    except IsADirectoryError:
+        raise ImplementationError(f"{shown_as} is a folder, not a Python file.") from None
+    except OSError as error:
+        raise ImplementationError(f"{shown_as} could not be read: {error.strerror or error}.") from None

@@ -9,16 +9,26 @@ memory for only that much.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
-__all__ = ["OUTPUT_LIMIT", "ProgramRun", "run_program"]
+from ._isolation import INSIDE, Isolation
+
+__all__ = ["OUTPUT_LIMIT", "ProgramRun", "Relay", "run_program"]
+
+_LAUNCHER = Path(__file__).with_name("_launch.py")
+_GRACE = 10.0
+"""Seconds past the deadline before the grader kills the launcher itself (it kills the program at the
+deadline, and sweeps within a moment)."""
 
 OUTPUT_LIMIT = 64 * 1024
 """Bytes of stdout and of stderr kept per run."""
@@ -79,23 +89,96 @@ class _Collector:
         return text
 
 
+@dataclass(frozen=True)
+class Relay:
+    """How a sandboxed program reaches the grader's endpoint: its port, relayed to a Unix socket in
+    `folder` (bound into the sandbox)."""
+
+    port: int
+    folder: Path
+    name: str
+
+
 def run_program(
-    command: Sequence[str], env: Mapping[str, str], seconds: float, *, cwd: str | None = None
+    command: Sequence[str],
+    env: Mapping[str, str],
+    seconds: float,
+    *,
+    cwd: str | None = None,
+    isolation: Isolation | None = None,
+    relay: Relay | None = None,
 ) -> ProgramRun:
-    """Run `command` with `env` and no stdin; kill its process group after `seconds`."""
+    """Run `command` with `env` and no stdin, through the launcher (`_launch`): killed with everything
+    it started after `seconds`, or once it ends. Under bubblewrap (`isolation.sandboxed`, with `relay`)
+    it sees only the runtime and the folders of the files its command names."""
+    isolation = isolation or Isolation(False)
+    if os.name != "posix":  # pragma: no cover - Windows: the program alone, in a process group of its own
+        return _run(list(command), env, seconds, cwd, None)
+    status_read, status_write = os.pipe()
+    who = [str(isolation.uid), str(isolation.gid)] if isolation.uid is not None else ["-", "-"]
+    if isolation.sandboxed and relay is not None:
+        command, binds = _bound(command, cwd)
+        inside = f"{INSIDE}/launch.py"
+        socket = f"{INSIDE}/sockets/{relay.name}"
+        launch = [sys.executable, "-I", "-S", inside, str(status_write), f"{seconds:g}", *who, str(relay.port), socket]
+        here = str(Path(cwd or os.getcwd()).resolve())
+        argv = isolation.bwrap(
+            [*launch, "--", *command],
+            ro=[(str(_LAUNCHER), inside), (str(relay.folder), f"{INSIDE}/sockets"), *binds],
+            chdir=here if any(here == inner for _, inner in binds) else "/tmp",
+        )
+        env = {**env, "HOME": "/tmp", "TMPDIR": "/tmp"}
+    else:
+        launch = [sys.executable, "-I", "-S", str(_LAUNCHER), str(status_write), f"{seconds:g}", *who, "-", "-"]
+        argv = [*launch, "--", *command]
+    try:
+        run = _run(argv, env, seconds + _GRACE, cwd, status_write)
+    finally:
+        os.close(status_write)
+    with os.fdopen(status_read, "rb") as status:
+        said = status.read().decode(errors="replace").strip()
+    word, _, rest = said.partition(" ")
+    if word == "notstarted":
+        return ProgramRun(None, "", "", not_started=rest)
+    if word == "exit" and rest.isdigit():
+        return dataclasses.replace(run, returncode=int(rest))
+    if word == "signal" and rest.isdigit():
+        return dataclasses.replace(run, returncode=-int(rest))
+    return dataclasses.replace(run, returncode=-signal.SIGKILL, timed_out=True)
+
+
+def _bound(command: Sequence[str], cwd: str | None) -> tuple[list[str], list[tuple[str, str]]]:
+    """The command with its relative paths made absolute, and the folders to bind read-only: the one of
+    each file (or folder) the command names. Not the working directory as such: run from a checkout,
+    that would show the solutions and everyone's submissions."""
+    here = Path(cwd or os.getcwd())
+    words, folders = [], set()
+    for word in command:
+        path = here / word
+        if word and not word.startswith("-") and path.exists():
+            resolved = path.resolve()
+            folders.add(str(resolved if resolved.is_dir() else resolved.parent))
+            words.append(str(path.absolute()) if not Path(word).is_absolute() else word)
+        else:
+            words.append(word)
+    return words, [(folder, folder) for folder in sorted(folders)]
+
+
+def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | None, keep: int | None) -> ProgramRun:
     started = time.monotonic()
     try:
         process = subprocess.Popen(
-            list(command),
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(env),
             cwd=cwd,
             start_new_session=os.name == "posix",
+            pass_fds=[keep] if keep is not None else [],
         )
     except OSError as error:
-        return ProgramRun(None, "", "", not_started=f"{error.strerror or error} ({command[0]})")
+        return ProgramRun(None, "", "", not_started=f"{error.strerror or error} ({argv[0]})")
     assert process.stdout is not None and process.stderr is not None
     out = _Collector(process.stdout, OUTPUT_LIMIT)
     err = _Collector(process.stderr, OUTPUT_LIMIT)

@@ -27,10 +27,15 @@ from typing import Any
 
 import sandbox
 
+from ._isolation import INSIDE, Isolation
+from ._output import CPU_LIMIT, OUTPUT_LIMIT, Capture, describe_exit, show_output
 from ._protocol import BrokenFrame, FrameBuffer, encode, send
 
 __all__ = [
+    "CPU_LIMIT",
+    "INSIDE",
     "MEMORY_LIMIT",
+    "OUTPUT_LIMIT",
     "Outcome",
     "TimedOut",
     "Worker",
@@ -44,11 +49,6 @@ __all__ = [
 MEMORY_LIMIT = 1 << 30
 """Bytes of address space a worker may map: a learner's runaway allocation fails there with
 MemoryError, long before the machine runs short."""
-CPU_LIMIT = 120
-"""CPU seconds a worker (or anything it starts) may use in its life: a process that escapes the
-grader's clock still stops."""
-OUTPUT_LIMIT = 4000
-"""Characters of a call's printed output kept per stream: the first and last halves."""
 _STARTUP = 60.0
 _KEEP = (
     "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "TZ",
@@ -84,7 +84,8 @@ def _environment() -> dict[str, str]:
 class Zygote:
     """The process that forks workers (see `learner._zygote`). Start it early: it imports skyl once for all."""
 
-    def __init__(self) -> None:
+    def __init__(self, isolation: Isolation | None = None) -> None:
+        self.isolation = isolation or Isolation(False)
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
             raise WorkerError(
                 "grading runs learner code in worker processes, which needs a POSIX system: Linux, macOS, or "
@@ -92,15 +93,25 @@ class Zygote:
             )
         self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-")
         home = Path(self._home.name)
-        # The only thing on the workers' path: the package, not the folder around it (solutions/, tests/).
-        (home / "sandbox").symlink_to(Path(sandbox.__file__).resolve().parent, target_is_directory=True)
+        self.sockets = home / "sockets"
+        """Where endpoints put the Unix sockets a sandboxed worker reaches them by (`INSIDE/sockets`)."""
+        self.sockets.mkdir()
+        for folder in (home, self.sockets):
+            folder.chmod(0o755)  # for the unprivileged user learner code runs as, when the grader is root
+        package = Path(sandbox.__file__).resolve().parent
         mine, theirs = socket.socketpair()
-        code = (
-            f"import sys; sys.path.insert(0, {str(home)!r}); from sandbox.grading.learner._zygote import main; main()"
-        )
+        who = [str(self.isolation.uid), str(self.isolation.gid)] if self.isolation.uid is not None else []
+        if self.isolation.sandboxed:
+            # The only thing on the workers' path: the package, not the folder around it (solutions/, tests/).
+            path, ro = INSIDE, [(str(package), f"{INSIDE}/sandbox"), (str(self.sockets), f"{INSIDE}/sockets")]
+        else:
+            path, ro = str(home), []
+            (home / "sandbox").symlink_to(package, target_is_directory=True)
+        code = f"import sys; sys.path.insert(0, {path!r}); from sandbox.grading.learner._zygote import main; main()"
+        command = [sys.executable, "-I", "-u", "-c", code, str(theirs.fileno()), *who]
         self._errors = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            [sys.executable, "-I", "-u", "-c", code, str(theirs.fileno())],
+            self.isolation.bwrap(command, ro=ro) if self.isolation.sandboxed else command,
             pass_fds=[theirs.fileno()],
             cwd=home,
             env=_environment(),
@@ -118,6 +129,7 @@ class Zygote:
         self._statuses: dict[int, int] = {}
         self._changed = threading.Condition()
         self._lock = threading.Lock()
+        self._sending = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="sandbox-grading-zygote", daemon=True)
         self._reader.start()
 
@@ -156,9 +168,12 @@ class Zygote:
             err_read, err_write = os.pipe()
             limits = {"memory": MEMORY_LIMIT, "cpu": CPU_LIMIT}
             try:
-                socket.send_fds(
-                    self._control, [encode({"op": "spawn", "limits": limits})], [theirs.fileno(), out_write, err_write]
-                )
+                with self._sending:
+                    socket.send_fds(
+                        self._control,
+                        [encode({"op": "spawn", "limits": limits})],
+                        [theirs.fileno(), out_write, err_write],
+                    )
                 pid = self._spawned.get(timeout=_STARTUP)
             except (OSError, queue.Empty) as exc:
                 for fd in (out_read, err_read):
@@ -186,12 +201,28 @@ class Zygote:
     def alive(self) -> bool:
         return not self._ended.is_set()
 
+    def kill(self, pid: int) -> None:
+        """Kill worker `pid`'s process group. Under bubblewrap its pid is the sandbox's, which only the
+        zygote (the sandbox's first process, which learner code cannot signal) can name."""
+        if not self.isolation.sandboxed:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            return
+        try:
+            with self._sending:
+                send(self._control, {"op": "kill", "pid": pid})
+        except OSError:
+            pass
+
     def sweep(self) -> None:
         """Kill every worker and everything they started; the zygote stays, for the next session."""
         with self._lock:
             self._swept.clear()
             try:
-                send(self._control, {"op": "sweep"})
+                with self._sending:
+                    send(self._control, {"op": "sweep"})
             except OSError:
                 return
             if not self._swept.wait(30):  # pragma: no cover - a zygote stuck in its sweep
@@ -224,57 +255,17 @@ class Zygote:
 _SHARED: list[Zygote] = []
 
 
-def shared_zygote() -> Zygote:
+def shared_zygote(isolation: Isolation | None = None) -> Zygote:
     """The zygote of this process, started on first use: pytest sessions run in one process (pytester,
-    `pytest.main`) share it, and each sweeps up after itself. It ends with the process."""
-    if not _SHARED or not _SHARED[0].alive:
-        _SHARED[:] = [Zygote()]
+    `pytest.main`) share it while they ask for the same isolation, and each sweeps up after itself. It
+    ends with the process."""
+    isolation = isolation or Isolation(False)
+    if _SHARED and (not _SHARED[0].alive or _SHARED[0].isolation != isolation):
+        _SHARED.pop().close()
+    if not _SHARED:
+        _SHARED.append(Zygote(isolation))
         atexit.register(_SHARED[0].close)
     return _SHARED[0]
-
-
-class _Capture:
-    """One output stream of a worker: the first and last `OUTPUT_LIMIT // 2` characters of a call's output."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        os.set_blocking(fd, False)
-        self.open = True
-        self._half = OUTPUT_LIMIT // 2 - 60
-        self._head = bytearray()
-        self._tail = bytearray()
-        self._total = 0
-
-    def read(self) -> None:
-        while self.open:
-            try:
-                data = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            if not data:
-                self.open = False
-                return
-            self._total += len(data)
-            room = self._half - len(self._head)
-            if room > 0:
-                self._head += data[:room]
-                data = data[room:]
-            self._tail += data
-            del self._tail[: max(0, len(self._tail) - self._half)]
-
-    def take(self) -> str:
-        self.read()
-        head, tail = self._head.decode(errors="replace"), self._tail.decode(errors="replace")
-        cut = self._total - len(self._head) - len(self._tail)
-        self._head, self._tail, self._total = bytearray(), bytearray(), 0
-        if cut <= 0:
-            return head + tail
-        return f"{head}\n[... {cut} characters of output cut: print less, or print only on failure ...]\n{tail}"
-
-    def close(self) -> None:
-        os.close(self.fd)
 
 
 class Worker:
@@ -283,7 +274,7 @@ class Worker:
     def __init__(self, zygote: Zygote) -> None:
         self._zygote = zygote
         self.pid, self._connection, out, err = zygote.spawn()
-        self._stdout, self._stderr = _Capture(out), _Capture(err)
+        self._stdout, self._stderr = Capture(out), Capture(err)
         self._buffer = FrameBuffer()
         self._pending: list[dict[str, Any]] = []
         self.functions: dict[str, bool] = {}
@@ -343,47 +334,10 @@ class Worker:
     def kill(self) -> None:
         if self.alive:
             self.alive = False
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            self._zygote.kill(self.pid)
         self._connection.close()
 
     def close(self) -> None:
         self.kill()
         for capture in (self._stdout, self._stderr):
             capture.close()
-
-
-def show_output(worker: Worker) -> None:
-    """What the learner's code printed, into the running test's captured output: shown with its failure."""
-    out, err = worker.output()
-    if out:
-        sys.stdout.write(out)
-    if err:
-        sys.stderr.write(err)
-
-
-def describe_exit(status: int | None) -> str:
-    """How a process ended, for a learner: the exit code, or the signal and what usually sends it."""
-    if status is None:
-        return "its process ended (the grader could not learn how)"
-    if os.WIFEXITED(status):
-        code = os.WEXITSTATUS(status)
-        return f"its process exited with code {code} (os._exit(), or a crash of the interpreter)"
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = f"signal {number}"
-        why = {
-            "SIGKILL": f"the {CPU_LIMIT} s CPU limit, or the system ran out of memory",
-            "SIGXCPU": f"it used more than its {CPU_LIMIT} s of CPU time",
-            "SIGSEGV": "a crash of the interpreter, usually a recursion too deep for its stack",
-            "SIGABRT": "the interpreter aborted, often a recursion too deep for its stack",
-            "SIGALRM": "an alarm it set with signal.alarm() went off",
-            "SIGXFSZ": "it wrote a file over the size limit",
-        }.get(name, "a signal sent to it")
-        return f"its process was killed by {name} ({why})"
-    return f"its process ended with status {status}"  # pragma: no cover - stopped, not ended

@@ -3,6 +3,7 @@ dialogues with the sandbox built for it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -23,24 +24,54 @@ __all__ = ["Challenge", "Deadlines", "take_away_collect_stream"]
 
 
 class Deadlines:
-    """The per-test time limit. After a hang, the rest of that challenge's tests get a short one:
-    a correct solution answers in milliseconds, and one hang should not stall a whole run.
+    """The per-test time limit, and the run's. A submission cannot make grading take much longer than
+    the reference (which answers in milliseconds): once a challenge's code has hung, its later tests
+    fail at once without running it, and the test that hung gets a short deadline for what it still
+    runs (a generated example's replay). Past the run's deadline, every test left fails at once.
 
     The same holds for the wait of challenge 08's concurrency probe: once a challenge's calls were
     seen running one at a time, its later tests (and generated examples) wait only briefly."""
 
-    def __init__(self, seconds: float, after_hang: float = 0.5, after_sequential: float = 0.05) -> None:
+    def __init__(
+        self,
+        seconds: float,
+        after_hang: float = 0.5,
+        after_sequential: float = 0.05,
+        *,
+        run_seconds: float | None = None,
+    ) -> None:
         self.seconds = seconds
         self.after_hang = min(seconds, after_hang)
         self.after_sequential = min(WAIT, after_sequential)
-        self._hung: set[str] = set()
+        self.run_seconds = run_seconds
+        self._ends = None if run_seconds is None else time.monotonic() + run_seconds
+        self._hung: dict[str, tuple[str, str]] = {}
         self._sequential: set[str] = set()
 
     def for_challenge(self, name: str) -> float:
-        return self.after_hang if name in self._hung else self.seconds
+        seconds = self.after_hang if name in self._hung else self.seconds
+        if self._ends is not None:
+            seconds = max(0.05, min(seconds, self._ends - time.monotonic()))
+        return seconds
 
-    def record_hang(self, name: str) -> None:
-        self._hung.add(name)
+    def record_hang(self, name: str, test: str = "", what: str = "") -> None:
+        self._hung.setdefault(name, (test, what))
+
+    def stopped(self, name: str, test: str) -> str | None:
+        """Why `test` of challenge `name` does not run the learner's code at all, if it does not."""
+        if name in self._hung and self._hung[name][0] != test:
+            first, what = self._hung[name]
+            return (
+                f"Did not run: {what or 'the code'} in an earlier test of {name} ({first.rsplit('::', 1)[-1]}), so "
+                "this test did not call it again. A hang costs the deadline on every test it reaches; fix that "
+                "one, then grade again."
+            )
+        if self._ends is not None and time.monotonic() >= self._ends:
+            return (
+                f"Did not run: the run's deadline ({self.run_seconds:g} s, --run-deadline) had passed. Earlier "
+                "tests took that long; fix the slowest (see their failures), then grade again."
+            )
+        return None
 
     def concurrency_wait(self, name: str) -> float:
         return self.after_sequential if name in self._sequential else WAIT
@@ -53,8 +84,17 @@ class Challenge:
     """One challenge, for one grading test."""
 
     def __init__(
-        self, name: str, source: Path, shown_as: str, implementations: Implementations, deadlines: Deadlines
+        self,
+        name: str,
+        source: Path,
+        shown_as: str,
+        implementations: Implementations,
+        deadlines: Deadlines,
+        *,
+        test: str = "",
     ) -> None:
+        self.test = test
+        """The node id of the test this is for."""
         self.name = name
         """The folder name, `02_bounded_loop`."""
         self.source = source
@@ -68,8 +108,13 @@ class Challenge:
     def worker(self) -> Worker:
         """The process running the implementation, with its module imported."""
         __tracebackhide__ = True
+        stopped = self._deadlines.stopped(self.name, self.test)
+        if stopped:
+            pytest.fail(stopped, pytrace=False)
         try:
-            return self._implementations.get(self.source, self.shown_as, self._deadlines.seconds)
+            return self._implementations.get(
+                self.source, self.shown_as, self._deadlines.seconds, take_away=TAKEN_AWAY["collect_stream"]
+            )
         except (ImplementationError, WorkerError) as error:
             problem = str(error)
         # Failing outside the except block: inside it, pytest would print the message twice, joined by
@@ -139,8 +184,8 @@ class Challenge:
     def record_sequential(self) -> None:
         self._deadlines.record_sequential(self.name)
 
-    def record_hang(self) -> None:
-        self._deadlines.record_hang(self.name)
+    def record_hang(self, what: str = "") -> None:
+        self._deadlines.record_hang(self.name, self.test, what)
 
     def not_started(self, function: str) -> str:
         return f"{self.name}: not started ({function}() in {self.shown_as} still raises NotImplementedError)"

@@ -186,6 +186,7 @@ class Dialogue(Retries, Expectations):
             "function": self.function,
             "args": [self._argument(argument) for argument in args],
             "base": base,
+            "socket": self.owner.endpoint.worker_socket,
             "provider": self.provider,
             "mode": self.mode,
             "take_away": TAKEN_AWAY["collect_stream"],
@@ -204,7 +205,7 @@ class Dialogue(Retries, Expectations):
         if reply is None:
             self.owner.discard_worker()
             if not ended:
-                self.owner.record_hang()
+                self.owner.record_hang(f"{self.function}() did not finish within {seconds:g} s")
                 first = self.owner.full_deadline()
                 self.hung(seconds, self.owner.name, self.owner.deadline(), first=first if first > seconds else None)
             self.fail(

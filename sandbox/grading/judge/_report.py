@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._state import write_json
-from ._summary import PASSED, Tally
+from ._summary import FAILED, PASSED, Tally
 
 __all__ = ["ResultsFile"]
 
@@ -25,6 +25,7 @@ class ResultsFile:
         self.path = path
         self.implementation = implementation
         self._started = time.monotonic()
+        self._void = ""
         self._tests: dict[str, dict[str, Any]] = {}
         counters: dict[str, int] = {}
         for nodeid, challenge in tests:
@@ -48,6 +49,16 @@ class ResultsFile:
         entry["extra_data"]["outcome"] = outcome
         self.write()
 
+    def void(self, problems: Sequence[str]) -> None:
+        """The graded code changed what the grader judges with: every test fails, saying so."""
+        said = "The graded code changed what the grader judges with, so this run counts for nothing:\n"
+        said += "\n".join(f"- {problem}" for problem in problems)
+        self._void = said
+        for entry in self._tests.values():
+            entry.update(status="failed", score=0.0, output=f"{said}\n\n{entry['output']}".rstrip())
+            if entry["extra_data"]["outcome"] == PASSED:
+                entry["extra_data"]["outcome"] = FAILED
+
     def write(self) -> None:
         tallies: dict[str, Tally] = {}
         for nodeid, entry in self._tests.items():
@@ -62,6 +73,8 @@ class ResultsFile:
         summary = f"{done}/{len(tallies)} challenges passed; {score:g}/{len(self._tests)} tests passed."
         if not_run:
             summary += f" {not_run} did not run (the run stopped early)."
+        if self._void:
+            summary = f"{self._void}\n{summary}"
         write_json(
             self.path,
             {

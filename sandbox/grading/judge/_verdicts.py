@@ -168,7 +168,7 @@ class Verdicts:
             details=[
                 "- a `while` loop whose condition never changes (is a new request sent each time round?);",
                 "- an await that never finishes, or a call that blocks (input(), time.sleep(), a lock).",
-                f"Later tests of {challenge} get {later:g} s each, so one hang cannot stall the run.",
+                f"Later tests of {challenge} fail at once without running it, so one hang cannot stall the run.",
             ],
             exchange=self.journal.last,
         )

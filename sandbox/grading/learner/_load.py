@@ -8,6 +8,7 @@ line rather than the import machinery's stack.
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import sys
 import traceback
 from pathlib import Path
@@ -23,19 +24,25 @@ def module_name(path: Path) -> str:
     return "_sandbox_impl_" + "".join(char if char.isalnum() else "_" for char in stem)
 
 
-def load_implementation(path: Path, shown_as: str) -> ModuleType:
-    """Import `path` as a new module; `shown_as` is the path as the learner knows it."""
-    if not path.is_file():
-        raise ImplementationError(f"{shown_as} does not exist.")
+def load_implementation(path: Path, shown_as: str, source: str | None = None) -> ModuleType:
+    """Import `path` as a new module; `shown_as` is the path as the learner knows it.
+
+    With `source` (the file's text, read by the grader), the module is built from it under the file's
+    name, and the file itself need not exist here: a sandboxed worker sees the submission, not the
+    folder it sits in. Its lines are kept for tracebacks, which name `path` as usual."""
+    if source is None:
+        if not path.is_file():
+            raise ImplementationError(f"{shown_as} does not exist.")
+        source = path.read_text(encoding="utf-8", errors="replace")
     name = module_name(path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:  # pragma: no cover - only for non-.py paths
-        raise ImplementationError(f"{shown_as} is not a Python file.")
-    module = importlib.util.module_from_spec(spec)
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    module.__spec__ = importlib.util.spec_from_loader(name, loader=None, origin=str(path))
+    linecache.cache[str(path)] = (len(source), None, source.splitlines(keepends=True), str(path))
     # Registered while it runs: dataclasses and typing look their module up by name.
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - the learner's module, in its worker
     except SyntaxError as exc:
         del sys.modules[name]
         where = f"line {exc.lineno}" if exc.lineno else "somewhere"

@@ -56,12 +56,14 @@ class BrokenAnswer(Exception):
 
 
 class Connections:
-    """Kept-alive sockets to one endpoint, for any number of threads."""
+    """Kept-alive sockets to one endpoint, for any number of threads: to the base URL's host and port,
+    or to the Unix socket `unix` (under bubblewrap, where the worker has no network of its own)."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, unix: str | None = None) -> None:
         parts = urlsplit(base)
         self.host = parts.netloc
         self._address = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self._unix = unix
         self._idle: list[tuple[socket.socket, Any]] = []
         self._lock = threading.Lock()
 
@@ -99,8 +101,12 @@ class Connections:
             with self._lock:
                 if self._idle:
                     return self._idle.pop()
-        connection = socket.create_connection(self._address, timeout=_TIMEOUT)
-        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._unix is not None:
+            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            connection.connect(self._unix)
+        else:
+            connection = socket.create_connection(self._address, timeout=_TIMEOUT)
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return connection, connection.makefile("rb")
 
     def post_json(self, target: str, data: Any) -> Any:
@@ -166,10 +172,11 @@ class AsyncConnections:
     (the one running the learner's coroutine); a learner may also await a tool on loops of its own
     (threads that each call asyncio.run), whose connections are used once and closed on that loop."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, unix: str | None = None) -> None:
         parts = urlsplit(base)
         self.host = parts.netloc
         self._address = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self._unix = unix
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self._home: asyncio.AbstractEventLoop | None = None
 
@@ -184,7 +191,11 @@ class AsyncConnections:
             if home and self._idle and not attempt:
                 reader, writer = self._idle.pop()
             else:
-                reader, writer = await asyncio.open_connection(*self._address)
+                reader, writer = await (
+                    asyncio.open_unix_connection(self._unix)
+                    if self._unix is not None
+                    else asyncio.open_connection(*self._address)
+                )
             try:
                 writer.write(data)
                 await writer.drain()

@@ -59,6 +59,8 @@ class Worker:
         self.connection = connection
         self.module: ModuleType | None = None
         self.source = Path()
+        self.taken_away = False
+        """skyl's stream collector is off limits here for good (challenges 05 and 09)."""
         self._connections: dict[str, Connections] = {}
 
     def serve(self) -> None:
@@ -81,7 +83,11 @@ class Worker:
     def _load(self, message: dict[str, Any]) -> dict[str, Any]:
         self.source = Path(message["path"])
         try:
-            self.module = load_implementation(self.source, message["shown_as"])
+            source = message.get("source") if isinstance(message.get("source"), str) else None
+            if message.get("take_away") is True and not self.taken_away:
+                _take_away_collector()  # for the worker's life: a module cannot keep skyl's at import
+                self.taken_away = True
+            self.module = load_implementation(self.source, message["shown_as"], source)
         except ImplementationError as error:
             return {"op": "load_error", "message": str(error)}
         functions = {
@@ -95,11 +101,10 @@ class Worker:
         call = _Call(self, message)
         return call.run()
 
-    def connections(self, base: str) -> Connections:
-        parts = urlsplit(base)
-        key = parts.netloc
+    def connections(self, base: str, unix: str | None = None) -> Connections:
+        key = unix or urlsplit(base).netloc
         if key not in self._connections:
-            self._connections[key] = Connections(base)
+            self._connections[key] = Connections(base, unix)
         return self._connections[key]
 
 
@@ -113,8 +118,9 @@ class _Call:
         self.provider: str = message["provider"]
         self.asynchronous: bool = message["mode"] == "async"
         self.token_path = urlsplit(self.base).path
-        self.connections = worker.connections(self.base)
-        self.async_connections = AsyncConnections(self.base) if self.asynchronous else None
+        unix = message.get("socket") if isinstance(message.get("socket"), str) else None
+        self.connections = worker.connections(self.base, unix)
+        self.async_connections = AsyncConnections(self.base, unix) if self.asynchronous else None
         self.tool_errors: list[BaseException] = []
         self.handed_out = HandedOut()
         """The coroutines of `run`; the async client keeps its own."""
@@ -130,7 +136,8 @@ class _Call:
     def run(self) -> dict[str, Any]:
         function = getattr(self.worker.module, self.message["function"])
         reply: dict[str, Any] = {"op": "result"}
-        restore = _take_away_collector() if self.message.get("take_away") else None
+        taking = self.message.get("take_away") and not self.worker.taken_away
+        restore = _take_away_collector() if taking else None
         try:
             args = [self._argument(spec) for spec in self.message["args"]]
             value = function(*args)

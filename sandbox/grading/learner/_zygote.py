@@ -35,12 +35,28 @@ from ._worker import Worker
 __all__ = ["main"]
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PRELOAD = (
+    "asyncio", "collections", "concurrent.futures", "contextlib", "copy", "dataclasses", "datetime", "decimal",
+    "encodings.ascii", "encodings.idna", "encodings.latin_1", "encodings.utf_8", "enum", "fractions", "functools",
+    "heapq", "inspect", "itertools", "json", "linecache", "logging", "math", "operator", "pprint", "random", "re",
+    "statistics", "string", "stringprep", "textwrap", "threading", "time", "traceback", "typing", "unicodedata",
+    "uuid",
+)  # fmt: skip
+"""What learner code commonly imports, loaded before the zygote gives up root: in the fallback, an
+interpreter installed under a folder only root can read (`/root/.pyenv`) has no more to give after."""
 
 
 def main() -> None:
-    """The zygote: `python -I -u -c "...; main()" CONTROL_FD`, started by `_runner.Zygote`."""
+    """The zygote: `python -I -u -c "...; main()" CONTROL_FD [UID GID]`, started by `_runner.Zygote`.
+
+    Under bubblewrap it is the sandbox's first process: learner code cannot signal it, and when it
+    ends, the kernel ends everything in the sandbox with it."""
     control = socket.socket(fileno=int(sys.argv[1]))
     _become_subreaper()
+    if len(sys.argv) > 3:
+        _drop_root(int(sys.argv[2]), int(sys.argv[3]))
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -64,6 +80,8 @@ def main() -> None:
                     pid = _fork(fds, message, [control.fileno(), wake_read, wake_write])
                     workers.add(pid)
                     send(control, {"op": "spawned", "pid": pid})
+                elif message["op"] == "kill" and message.get("pid") in workers:
+                    _kill_group(int(message["pid"]))
                 elif message["op"] == "sweep":
                     _sweep(workers)
                     send(control, {"op": "swept"})
@@ -73,6 +91,24 @@ def main() -> None:
                     return
     finally:
         _sweep(workers)
+
+
+def _drop_root(uid: int, gid: int) -> None:
+    """Become the unprivileged user learner code runs as, for good, before any learner code exists:
+    it then cannot trace or signal the grader, nor write what only root may."""
+    import importlib
+
+    for name in _PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - a trimmed-down interpreter
+            pass
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no one of the same user traces the zygote
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # changing user cleared bubblewrap's
 
 
 def _become_subreaper() -> None:

@@ -27,7 +27,8 @@ import pytest
 from ..._catalogue import get_scenario
 from ..._scenario import Scenario
 from ..boundary._endpoint import Endpoint
-from ..boundary._program import ProgramRun, run_program
+from ..boundary._isolation import Isolation
+from ..boundary._program import ProgramRun, Relay, run_program
 from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
@@ -56,6 +57,8 @@ class Session:
     limits: Limits
     endpoint: Endpoint
     cwd: str | None = None
+    isolation: Isolation = field(default_factory=lambda: Isolation(False))
+    relay: Relay | None = None
     spoken: dict[str, Spoken] = field(default_factory=dict)
 
 
@@ -131,11 +134,13 @@ def grade(
     titles: Mapping[str, str] | None = None,
     language: str = "other",
     observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
+    isolation: Isolation | None = None,
 ) -> int:
     """Run every planned case; print the failures and the summary; return the exit status. `build`
     is a shell line, run once in `cwd` first; `language` picks the names the feedback uses.
 
     `observe` sees every verdict once all are final (the workshop room's hook: it posts them)."""
+    isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
         out.write(text + end)
@@ -150,8 +155,14 @@ def grade(
         echo(f"Building: {build}")
     broken = _build(build, cwd) if build else None
     outcomes: dict[str, tuple[str, str]] = {}
+    echo(isolation.notice())
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
-    session = Session(command, Limits(timeout), Endpoint(), cwd)
+    sockets = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
+    folder = Path(sockets.name)
+    folder.chmod(0o755)  # for the unprivileged user the program runs as, when the grader is root
+    endpoint = Endpoint(unix=(folder / "endpoint.sock", "endpoint.sock") if isolation.sandboxed else None)
+    relay = Relay(endpoint.port, folder, "endpoint.sock") if isolation.sandboxed else None
+    session = Session(command, Limits(timeout), endpoint, cwd, isolation, relay)
     try:
         current = ""
         for item in planned:
@@ -166,6 +177,7 @@ def grade(
                 results.record(item.nodeid, outcome, output)
     finally:
         session.endpoint.close()
+        sockets.cleanup()
         _use_hypothesis_home(None)
         hypothesis_home.cleanup()
     echo("")
@@ -263,7 +275,14 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         refuse=case.refuse,
         reasoning=case.reasoning,
     )
-    run = talk.run(session.command, limits.deadline(item.challenge), session.endpoint, cwd=session.cwd)
+    run = talk.run(
+        session.command,
+        limits.deadline(item.challenge),
+        session.endpoint,
+        cwd=session.cwd,
+        isolation=session.isolation,
+        relay=session.relay,
+    )
     session.spoken.setdefault(item.provider, Spoken()).record(
         talk.requests, run.returncode is not None and not run.timed_out, run.stderr
     )

@@ -108,9 +108,9 @@ class ProgramDialogue(Verdicts):
     def actor(self) -> str:
         return "your program"
 
-    def run(self, command: Sequence[str], seconds: float, endpoint: Endpoint, *, cwd: str | None = None) -> ProgramRun:
-        """Open this case's door on the grader's endpoint (a secret base URL of its own), run the
-        program against it once, close the door, and read what it sent."""
+    def run(self, command: Sequence[str], seconds: float, endpoint: Endpoint, **how: Any) -> ProgramRun:
+        """Open this case's door on the grader's endpoint (a secret base URL of its own), run the program
+        against it once (`run_program`, with `how`: cwd, isolation, relay), close the door, read what it sent."""
         base = endpoint.open(self)
         try:
             env = {key: value for key, value in os.environ.items() if key != "GOOGLE_API_KEY"}
@@ -124,7 +124,7 @@ class ProgramDialogue(Verdicts):
                     reasoning=self.reasoning,
                 )
             )
-            result = run_program(command, env, seconds, cwd=cwd)
+            result = run_program(command, env, seconds, **how)
         finally:
             endpoint.close_door(base)
         self.sent = read_sent(list(self.journal))

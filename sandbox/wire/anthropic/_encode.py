@@ -76,7 +76,10 @@ def _stop_sequence(turn: ModelTurn, conversation: Conversation) -> str | None:
 def _usage(turn: ModelTurn, output_tokens: int, *, full: bool = True) -> dict[str, Any]:
     """Usage as 2026 traffic has it (reference A.3, A.4 "Newer fields"): the body and
     `message_start` break `cache_creation` down and name the `service_tier`; `message_delta`
-    carries the counts only."""
+    carries the counts only. The non-streamed body of 2026 keeps `cache_creation` (vercel/ai
+    `anthropic/src/__fixtures__/issue-13430-thinking-tool-call.json`, claude-sonnet-4-6; the older
+    pydantic-ai `test_anthropic_extended_thinking_with_tool_use.yaml`, claude-sonnet-4, predates it)
+    and breaks the thinking out of `output_tokens` in `output_tokens_details.thinking_tokens`."""
     usage: dict[str, Any] = {
         "input_tokens": turn.usage.input_tokens,
         "cache_creation_input_tokens": 0,
@@ -85,6 +88,8 @@ def _usage(turn: ModelTurn, output_tokens: int, *, full: bool = True) -> dict[st
     if full:
         usage["cache_creation"] = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
     usage["output_tokens"] = output_tokens
+    if full and turn.reasoning_tokens and output_tokens >= turn.reasoning_tokens:
+        usage["output_tokens_details"] = {"thinking_tokens": turn.reasoning_tokens}
     if full:
         usage["service_tier"] = "standard"
     return usage

@@ -14,13 +14,14 @@ Sources for the texts: [ISSUE] quoted verbatim in the named public issue; [INF] 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
 from ..._types import Reasoning
 from .._base import Conversation, Rule, WireError
-from .._reasoning import signature
+from .._reasoning import length_prefixed, opaque_bytes, reasoning_tokens
 from ._body import Invalid
 
 __all__ = [
@@ -52,12 +53,31 @@ def thinking_blocks(seed: str, thought: str, conversation: Conversation, *, reda
     """What the fake sends first in turn `seed`, when the request enables thinking."""
     if not thinking_enabled(conversation):
         return []
-    block = {"type": "thinking", "thinking": thought, "signature": signature(seed, 0, thought, prefix=b"\x12")}
+    block = {"type": "thinking", "thinking": thought, "signature": _signature(seed, 0, thought)}
     parts = [Reasoning.from_wire(PROVIDER, block, summary=thought)]
     if redacted:
-        hidden = {"type": "redacted_thinking", "data": signature(seed, 1, "redacted", prefix=b"\x12")}
+        hidden = {"type": "redacted_thinking", "data": _signature(seed, 1, "redacted")}
         parts.append(Reasoning.from_wire(PROVIDER, hidden, redacted=True))
     return parts
+
+
+def _signature(seed: str, index: int, thought: str) -> str:
+    """Base64 of the length-prefixed structure real signatures have (pydantic-ai
+    `test_anthropic/test_anthropic_extended_thinking_with_tool_use.yaml`, claude-sonnet-4): field 2
+    holding a 70-byte header, a 12- and a 12-byte nonce, a 48-byte key and the ciphertext, then
+    field 3 = 1. The ciphertext grows with the thinking, 320 + 4 bytes a reasoning token, at most
+    2,000: 628-2,900 characters, the recorded range."""
+    size = min(2000, 320 + 4 * reasoning_tokens(thought))
+    blob = opaque_bytes(seed, index, thought, 64 + 12 + 12 + 48 + size)
+    header = b"\x08\x06\x18\x02" + length_prefixed(5, blob[:64])
+    body = (
+        length_prefixed(1, header)
+        + length_prefixed(2, blob[64:76])
+        + length_prefixed(3, blob[76:88])
+        + length_prefixed(4, blob[88:136])
+        + length_prefixed(5, blob[136:])
+    )
+    return base64.b64encode(length_prefixed(2, body) + b"\x18\x01").decode("ascii")
 
 
 def decode_block(block: Mapping[str, Any]) -> Reasoning:
@@ -76,10 +96,11 @@ def stream_start(block: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def stream_deltas(block: Mapping[str, Any], fragments: Sequence[str]) -> list[dict[str, Any]]:
-    """The `delta`s of a thinking block: its text in fragments, then its signature."""
+    """The `delta`s of a thinking block: its text in fragments, an empty `thinking_delta`, then its
+    signature (pydantic-ai `test_anthropic/test_anthropic_model_thinking_part_stream.yaml`)."""
     if block["type"] == "redacted_thinking":
         return []
-    deltas = [{"type": "thinking_delta", "thinking": piece} for piece in fragments]
+    deltas = [{"type": "thinking_delta", "thinking": piece} for piece in [*fragments, ""]]
     return [*deltas, {"type": "signature_delta", "signature": block["signature"]}]
 
 

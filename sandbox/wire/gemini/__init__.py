@@ -34,6 +34,9 @@ class Gemini(WireFormat):
     has_call_ids = False
     error_kind_key = "status"
 
+    def answer_headers(self, request_digest: str, *, stream: bool) -> dict[str, str]:
+        return _encode.answer_headers(request_digest, stream=stream)
+
     # -- client side ---------------------------------------------------------------------------
 
     def encode_request(self, request: Request, *, stream: bool, api_key: str | None) -> EncodedRequest:

@@ -24,7 +24,7 @@ from .._sse import dumps, sse_frame
 from ._client import encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
 
-__all__ = ["encode_response", "encode_stream", "error"]
+__all__ = ["answer_headers", "encode_response", "encode_stream", "error"]
 
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _CALLS_MESSAGE = "Model generated function call(s)."
@@ -135,14 +135,32 @@ def _frames(chunks: list[list[dict[str, Any]]], turn: ModelTurn, conversation: C
 
 
 def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
+    """`usageMetadata`, `modelVersion` and `responseId` as Gemini 3 sends them (pydantic-ai
+    `test_google/test_google_streaming_tool_call_thought_signature.yaml`): the thoughts counted apart
+    in `thoughtsTokenCount` (absent when the turn did not think), `candidatesTokenCount` the answer
+    alone, `totalTokenCount` the three added up (so does `test_google_instructions_only_with_tool_calls.yaml`,
+    non-streamed: 83 + 30 + 292 = 405); a `responseId` of 23 characters, in both."""
     usage = turn.usage
-    return {
-        "usageMetadata": {
-            "promptTokenCount": usage.input_tokens,
-            "candidatesTokenCount": usage.output_tokens,
-            "totalTokenCount": usage.total_tokens,
-            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": usage.input_tokens}],
-        },
-        "modelVersion": conversation.model,
-        "responseId": stable_token(turn.seed, 22, _B64URL),
+    metadata: dict[str, Any] = {
+        "promptTokenCount": usage.input_tokens,
+        "candidatesTokenCount": usage.output_tokens - turn.reasoning_tokens,
+        "totalTokenCount": usage.total_tokens,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": usage.input_tokens}],
     }
+    if turn.reasoning_tokens:
+        metadata["thoughtsTokenCount"] = turn.reasoning_tokens
+    return {
+        "usageMetadata": metadata,
+        "modelVersion": conversation.model,
+        "responseId": stable_token(turn.seed, 23, _B64URL),
+    }
+
+
+def answer_headers(request_digest: str, *, stream: bool) -> dict[str, str]:
+    """The headers Google's front end adds to an answer: `server-timing` (its time, here derived from
+    the request so it is the same on every run) and `vary` on every one, `content-disposition:
+    attachment` on a stream (pydantic-ai cassettes `test_google_streaming_tool_call_thought_signature.yaml`,
+    streamed, and `test_google_instructions_only_with_tool_calls.yaml`, not)."""
+    duration = 1000 + int(request_digest[:8] or "0", 16) % 4000
+    headers = {"content-disposition": "attachment"} if stream else {}
+    return {**headers, "server-timing": f"gfet4t7; dur={duration}", "vary": "Origin, X-Origin, Referer"}

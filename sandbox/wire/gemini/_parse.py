@@ -165,10 +165,23 @@ _RESULT_KEYS = {"result": False, "output": False, "return_value": False, "conten
 
 def _result(call_id: str, response: Mapping[str, Any]) -> ToolResult:
     """The tool's answer unwrapped from its envelope (`error` marks a failure); any other object is
-    passed on as its JSON text."""
+    passed on as its JSON text. A list of text parts is read as its text, as a model reads it:
+    strands-agents sends `{"output": [{"text": "18C, clear"}]}`."""
     wrapper = [key for key in response if key != "name"]
     if len(wrapper) == 1 and wrapper[0] in _RESULT_KEYS:
         value = response[wrapper[0]]
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        texts = _texts(value)
+        text = (
+            texts if texts is not None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        )
         return ToolResult(call_id, text, _RESULT_KEYS[wrapper[0]])
     return ToolResult(call_id, json.dumps(dict(response), ensure_ascii=False))
+
+
+def _texts(value: Any) -> str | None:
+    """The text of a non-empty list of `{"text": ...}` parts, one line each; None for anything else."""
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(part, Mapping) and set(part) == {"text"} and isinstance(part["text"], str) for part in value):
+        return None
+    return "\n".join(part["text"] for part in value)

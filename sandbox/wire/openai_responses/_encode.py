@@ -15,13 +15,13 @@ from ..._types import (
 )
 from .._base import (
     CREATED_AT,
-    HEX,
     Conversation,
     ModelTurn,
     split_fragments,
     stable_token,
 )
 from .._sse import dumps, sse_frame
+from ._ids import item_id_for, response_id
 from ._reasoning import stream_item
 
 __all__ = ["encode_response", "encode_stream"]
@@ -43,7 +43,7 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
             "input_tokens": usage.input_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": turn.reasoning_tokens},
             "total_tokens": usage.total_tokens,
         },
     )
@@ -53,7 +53,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """created, in_progress, each item's events, then the terminal event holding the full response."""
     final = encode_response(turn, conversation)
     pending = {**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None}
-    writer = _StreamWriter()
+    writer = _StreamWriter(final["id"], obfuscate=_obfuscates(conversation.raw))
     writer.emit("response.created", response=pending)
     writer.emit("response.in_progress", response=pending)
     for index, item in enumerate(final["output"]):
@@ -80,10 +80,6 @@ def _status(turn: ModelTurn) -> tuple[str, dict[str, str] | None]:
     return "completed", None
 
 
-def _item_id(prefix: str, seed: str, what: str) -> str:
-    return f"{prefix}_" + stable_token(f"{seed}:{what}", 48, HEX)
-
-
 def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
     """One message item per run of text (refusal parts for a REFUSAL turn), one item per call."""
     items: list[dict[str, Any]] = []
@@ -95,7 +91,7 @@ def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
             content = [_refusal_part(text) if refusal else _text_part(text) for text in texts]
             items.append(
                 {
-                    "id": _item_id("msg", turn.seed, f"message:{len(items)}"),
+                    "id": item_id_for("msg", turn.seed, f"message:{len(items)}"),
                     "type": "message",
                     "status": "completed",
                     "content": content,
@@ -115,7 +111,7 @@ def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
             item_id = part.meta.get("item_id")
             items.append(
                 {
-                    "id": item_id if isinstance(item_id, str) else _item_id("fc", turn.seed, f"call:{len(items)}"),
+                    "id": item_id if isinstance(item_id, str) else item_id_for("fc", turn.seed, f"call:{len(items)}"),
                     "type": "function_call",
                     "status": "completed",
                     "arguments": dumps(dict(part.arguments)),
@@ -172,7 +168,7 @@ def _response_object(
     """The full response object, fields in the order the recorded responses use."""
     raw = conversation.raw
     return {
-        "id": _item_id("resp", turn.response_seed, "response"),
+        "id": response_id(turn.response_seed, turn.seed),
         "object": "response",
         "created_at": CREATED_AT,
         "status": status,
@@ -185,7 +181,7 @@ def _response_object(
         "output": output,
         "parallel_tool_calls": _echo(raw, "parallel_tool_calls", True),
         "previous_response_id": raw.get("previous_response_id"),
-        "reasoning": {"effort": None, "summary": None},
+        "reasoning": _reasoning_settings(raw, reasoning=bool(turn.message.reasoning())),
         "service_tier": "default",
         "store": _echo(raw, "store", True),
         "temperature": _echo(raw, "temperature", 1.0),
@@ -200,15 +196,48 @@ def _response_object(
     }
 
 
-class _StreamWriter:
-    """Numbers events from 0 and frames them as `event:` + `data:` pairs."""
+def _reasoning_settings(raw: Mapping[str, Any], *, reasoning: bool) -> dict[str, Any]:
+    """The response's `reasoning`: the request's `effort` and `summary` as sent (pydantic-ai
+    `test_openai_responses_model_thinking_part.yaml` asks `high`/`detailed` and reads them back; so
+    does vercel/ai `openai-reasoning-encrypted-content.1.chunks.txt`). A reasoning model asked for no
+    effort reports its default, `medium`; a model that does not reason reports null for both."""
+    asked = raw.get("reasoning")
+    settings = asked if isinstance(asked, Mapping) else {}
+    effort = settings.get("effort")
+    summary = settings.get("summary", settings.get("generate_summary"))
+    return {
+        "effort": effort if isinstance(effort, str) else ("medium" if reasoning else None),
+        "summary": summary if isinstance(summary, str) else None,
+    }
 
-    def __init__(self) -> None:
+
+class _StreamWriter:
+    """Numbers events from 0 and frames them as `event:` + `data:` pairs.
+
+    Every `delta` travels with an `obfuscation` of random characters that pads it to 16 (both
+    recordings: vercel/ai `issue-19493-gpt-5.1-tool-call.chunks.txt` and
+    `openai-reasoning-encrypted-content.1.chunks.txt`, where each delta and its obfuscation add up to
+    16 characters), unless the request turned it off with `stream_options.include_obfuscation: false`.
+    """
+
+    def __init__(self, seed: str, *, obfuscate: bool) -> None:
         self.frames: list[bytes] = []
+        self._seed = seed
+        self._obfuscate = obfuscate
 
     def emit(self, kind: str, **fields: Any) -> None:
-        event = {"type": kind, "sequence_number": len(self.frames), **fields}
+        event = {"type": kind, "sequence_number": len(self.frames)}
+        for key, value in fields.items():
+            event[key] = value
+            if key == "delta" and self._obfuscate and isinstance(value, str):
+                pad = 16 - len(value) % 16
+                event["obfuscation"] = stable_token(f"{self._seed}:{len(self.frames)}", pad)
         self.frames.append(sse_frame(dumps(event), event=kind))
+
+
+def _obfuscates(raw: Mapping[str, Any]) -> bool:
+    options = raw.get("stream_options")
+    return not (isinstance(options, Mapping) and options.get("include_obfuscation") is False)
 
 
 def _stream_call(writer: _StreamWriter, index: int, item: dict[str, Any]) -> None:

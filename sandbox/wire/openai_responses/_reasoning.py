@@ -17,13 +17,15 @@ public issue; [INF] no public capture found.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
 from ..._types import Message, Reasoning, ToolCall
-from .._base import CREATED_AT, HEX, Conversation, Rule, WireError, split_fragments, stable_token
-from .._reasoning import signature
+from .._base import CREATED_AT, Conversation, Rule, WireError, split_fragments
+from .._reasoning import opaque_bytes, reasoning_tokens
+from ._ids import item_id_for
 from ._validate import wire_error
 
 __all__ = ["PROVIDER", "ReasoningStream", "check_echo", "decode_item", "reasoning_item", "stream_item"]
@@ -47,17 +49,27 @@ def _summary_requested(conversation: Conversation) -> bool:
 def reasoning_item(seed: str, thought: str, conversation: Conversation) -> Reasoning:
     """The reasoning item the fake sends first in turn `seed`: its id and encrypted content are
     signed for that turn, so the echo check can tell it from any other."""
-    item_id = "rs_" + stable_token(f"{seed}:reasoning", 48, HEX)
-    # A Fernet-shaped token, like the real one: version byte 0x80, then the timestamp.
-    prefix = b"\x80" + CREATED_AT.to_bytes(8, "big")
+    item_id = item_id_for("rs", seed, "reasoning")
     summary = [{"type": "summary_text", "text": thought}] if _summary_requested(conversation) else []
     item = {
         "id": item_id,
         "type": "reasoning",
         "summary": summary,
-        "encrypted_content": signature(seed, 0, item_id, prefix=prefix, urlsafe=True),
+        "encrypted_content": _encrypted_content(seed, item_id, reasoning_tokens(thought)),
     }
     return Reasoning.from_wire(PROVIDER, item, summary=thought if summary else "")
+
+
+def _encrypted_content(seed: str, item_id: str, tokens: int) -> str:
+    """A Fernet token, as the real one is: version byte 0x80, the timestamp, a 16-byte IV, the
+    ciphertext in 16-byte blocks and a 32-byte HMAC, URL-safe base64 (`gAAAAAB...`). The ciphertext
+    grows with the reasoning, 1,024 + 4 bytes a token: about 1,600 characters for a short thought,
+    where the recordings carry 1,100-1,800 (vercel/ai `openai-reasoning-encrypted-content.1.chunks.txt`)
+    and about 12,000 for 2,000 reasoning tokens (pydantic-ai `test_openai_responses_model_thinking_part.yaml`)."""
+    ciphertext = -(-(1024 + 4 * tokens) // 16) * 16
+    body = opaque_bytes(seed, 0, item_id, 16 + ciphertext + 32)
+    token = b"\x80" + CREATED_AT.to_bytes(8, "big") + body
+    return base64.urlsafe_b64encode(token).decode("ascii")
 
 
 def decode_item(item: Mapping[str, Any]) -> Reasoning:

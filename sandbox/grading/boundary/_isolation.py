@@ -1,0 +1,181 @@
+"""Where learner code runs: inside bubblewrap when it is usable, else in plain processes; as whom.
+
+Under bubblewrap (`bwrap`, the engine behind Flatpak) the learner's processes get a file system of
+their own, read-only, holding only what grading needs (the Python runtime and its site-packages, the
+installed `sandbox` package, a socket to the grader's endpoint, a private `/tmp`), a pid namespace of
+their own (the grader, the report's writer, other submissions' processes are not there to signal or
+trace), no network (a namespace whose only way out is the endpoint's socket), and they die with the
+grader. When the grader runs as root they also run as an unprivileged user (`nobody`, or
+`--grade-as USER`), under bubblewrap and in the fallback alike.
+
+`--isolation strict` refuses to grade without bubblewrap, `process` never uses it, `auto` (the default)
+uses it when this machine allows.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["INSIDE", "MODES", "Isolation", "IsolationError", "choose"]
+
+INSIDE = "/run/sandbox-grading"
+"""Where the grader's own files appear in a sandbox: the package (`INSIDE/sandbox`), the endpoint's
+sockets (`INSIDE/sockets`)."""
+MODES = ("auto", "strict", "process")
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC = (
+    "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+    "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/mime.types",
+)  # fmt: skip
+"""What programs read from /etc to start; nothing else of the machine's configuration."""
+
+
+class IsolationError(Exception):
+    """Grading cannot run with the isolation asked for; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How this run isolates learner code."""
+
+    sandboxed: bool
+    """Under bubblewrap."""
+    uid: int | None = None
+    """The user learner code runs as, when the grader is root (None: the grader's own)."""
+    gid: int | None = None
+    user: str = ""
+    why: str = ""
+    """Why bubblewrap is not used, when it is not."""
+    binds: tuple[str, ...] = field(default=(), compare=False)
+
+    def notice(self) -> str:
+        """The one line a run starts with."""
+        who = f", as user {self.user}" if self.user else ""
+        if self.sandboxed:
+            return f"sandbox: learner code runs under bubblewrap (read-only files, own pids, no network){who}."
+        return (
+            f"sandbox: learner code runs in plain processes{who}, not in bubblewrap ({self.why}); "
+            "see the README's instructor's guide for what that cannot stop."
+        )
+
+    def bwrap(
+        self,
+        command: Sequence[str],
+        *,
+        ro: Iterable[tuple[str, str]] = (),
+        rw: Iterable[tuple[str, str]] = (),
+        chdir: str = "/tmp",
+    ) -> list[str]:
+        """`command` inside a fresh sandbox: `ro` and `rw` are (path outside, path inside) pairs."""
+        binds = [*((src, dst, "--ro-bind") for src, dst in _runtime()), *((s, d, "--ro-bind") for s, d in ro)]
+        binds += [(src, dst, "--bind") for src, dst in rw]
+        argv = [_bwrap() or "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net"]
+        argv += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--as-pid-1"]
+        if os.geteuid() != 0:
+            argv.append("--unshare-user")
+        # The private /tmp first, so that a bind below it (a submission in a temporary folder) shows.
+        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        for directory in _ancestors(dst for _, dst, _ in binds):
+            argv += ["--perms", "0755", "--dir", directory]
+        for src, dst, how in binds:
+            if how == "--ro-bind" and src == dst and os.path.islink(src) and src.count("/") == 1:
+                argv += ["--symlink", os.readlink(src), dst]  # /lib -> usr/lib on a merged /usr
+            else:
+                argv += [how, src, dst]
+        return [*argv, "--chdir", chdir, "--", *command]
+
+
+def choose(mode: str, grade_as: str | None = None) -> Isolation:
+    """The isolation for `--isolation mode` (and `--grade-as`). Raises `IsolationError`."""
+    if mode not in MODES:
+        raise IsolationError(f"--isolation {mode}: use one of {', '.join(MODES)}.")
+    uid = gid = None
+    user = ""
+    if grade_as is not None and os.geteuid() != 0:
+        raise IsolationError(
+            f"--grade-as {grade_as}: only a grader running as root changes user; learner code already runs "
+            "as you. Leave the option out."
+        )
+    if os.geteuid() == 0:
+        user = grade_as or "nobody"
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            raise IsolationError(
+                f"--grade-as {user}: no such user here. The grader runs as root, and learner code must not: "
+                "name an unprivileged user (`nobody` is the default)."
+            ) from None
+        if entry.pw_uid == 0:
+            raise IsolationError(f"--grade-as {user}: that is root. Name an unprivileged user.")
+        uid, gid = entry.pw_uid, entry.pw_gid
+    if mode == "process":
+        return Isolation(False, uid, gid, user, why="--isolation process")
+    problem = _unusable()
+    if problem and mode == "strict":
+        raise IsolationError(
+            f"--isolation strict: bubblewrap is not usable here ({problem}). Install it (Debian and Ubuntu: "
+            "`apt-get install bubblewrap`) where user namespaces are allowed, or grade with --isolation auto."
+        )
+    return Isolation(not problem, uid, gid, user, why=problem)
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=1)
+def _unusable() -> str:
+    """Why bubblewrap cannot sandbox here ("" when it can), found by starting it once."""
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap is Linux only, this is {sys.platform}"
+    found = _bwrap()
+    if found is None:
+        return "`bwrap` is not installed"
+    probe = Isolation(True).bwrap([sys.executable, "-I", "-S", "-c", "pass"])
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"`bwrap` did not run: {error}"
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return f"`bwrap` refused: {said[-1] if said else f'exit status {done.returncode}'}"
+    return ""
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime() -> tuple[tuple[str, str], ...]:
+    """What Python (and a program's own runtime) needs, read-only at the same paths: the system's
+    directories, the interpreter's prefix, and site-packages, but never a folder on `sys.path` that is
+    a checkout (an editable install's source tree holds `solutions/`)."""
+    paths = [path for path in _SYSTEM + _ETC if os.path.lexists(path)]
+    prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.exec_prefix).resolve()}
+    paths += sorted(str(prefix) for prefix in prefixes)
+    for entry in sys.path:
+        resolved = Path(entry or ".").resolve()
+        if resolved.is_dir() and resolved.name in ("site-packages", "dist-packages"):
+            paths.append(str(resolved))
+    kept: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == outer or path.startswith(outer.rstrip("/") + "/") for outer in kept):
+            kept.append(path)
+    return tuple((path, path) for path in kept)
+
+
+def _ancestors(paths: Iterable[str]) -> list[str]:
+    """Every directory above the mount points, made traversable (bubblewrap makes them 0700)."""
+    found: set[str] = set()
+    for path in paths:
+        parent = Path(path).parent
+        while str(parent) != "/":
+            found.add(str(parent))
+            parent = parent.parent
+    found -= {"/tmp", "/proc", "/dev"}
+    return sorted(found, key=lambda path: (path.count("/"), path))
