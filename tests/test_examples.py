@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,9 +34,20 @@ ALL_CASES = sum(len(cases) for cases in CASES.values())
 
 
 @pytest.fixture(scope="session")
-def go_programs(go: str, go_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def readable_tmp() -> Iterator[Path]:
+    """A temporary folder anyone may read: the grader, running as root, runs programs as `nobody` under
+    bubblewrap, who cannot enter pytest's own (0700) temporary folders."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-examples-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def go_programs(go: str, go_env: dict[str, str], readable_tmp: Path) -> Path:
     """The reference and the mistakes, built once: `<dir>/loop`, `<dir>/assistant_text`, ..."""
-    out = tmp_path_factory.mktemp("bin")
+    out = readable_tmp / "bin"
+    out.mkdir(mode=0o755)
     done = subprocess.run(
         [go, "build", "-o", f"{out}{os.sep}", "./..."],
         cwd=GO_MODULE,
@@ -281,9 +294,9 @@ def test_a_program_that_speaks_fewer_formats_is_told_to_use_wire(node: str, caps
 
 
 def test_the_javascript_feedback_names_the_javascript_api(
-    node: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    node: str, capsys: pytest.CaptureFixture[str], readable_tmp: Path
 ) -> None:
-    mistake = tmp_path / "mistake.mjs"
+    mistake = readable_tmp / "mistake.mjs"
     source = JS_LOOP.read_text()
     assert "req.messages.push(resp.message);" in source
     mistake.write_text(

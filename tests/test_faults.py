@@ -254,5 +254,5 @@ def test_serve_with_a_bad_fault_spec_is_one_error_line(capsys: pytest.CaptureFix
 
     assert main(["serve", "--faults", "rate_limit@0"]) == 2
     assert capsys.readouterr().err == (
-        "sandbox: error: fault 'rate_limit@0': fault 'rate_limit': request=0; use a whole number at least 1.\n"
+        "sandbox: error: faults='rate_limit@0': fault 'rate_limit': request=0; use a whole number at least 1.\n"
     )

@@ -365,7 +365,8 @@ def test_http_door_answers_like_the_engine_whatever_the_headers_and_chunking(
         assert sent[0]["status"] in (400, 413, 415)
         _check_error_shape(provider, sent[0]["status"], got)
         return
-    expected = engine.handle("POST", path, body) if len(body) <= limit else engine.refuse_oversized("POST", path, 0)
+    twin = sandbox.Engine(budget=10**6, max_body_bytes=limit)  # a fresh engine: ids are issued per engine
+    expected = twin.handle("POST", path, body) if len(body) <= limit else twin.refuse_oversized("POST", path, 0)
     _check(expected, provider=provider)
     assert sent[0]["status"] == expected.status
     if expected.status != 413:  # the 413 names how much was read, which depends on the chunking

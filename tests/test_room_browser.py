@@ -125,9 +125,10 @@ def test_page_counts_the_rules_broken_right_now(page: Any, served: Served) -> No
     fixed = Learner.join(served.room, "e")
     fixed.post(run(**{"02_bounded_loop": (2, 1, TURN_FIRST)}))
     _count(page, "li.rule", 2)
-    page.wait_for_function("document.querySelector('li.rule .count').textContent === '3'", timeout=WAIT)
+    # Functions, not expressions: Playwright evaluates an expression with eval(), which the page's CSP refuses.
+    page.wait_for_function("() => document.querySelector('li.rule .count').textContent === '3'", timeout=WAIT)
     fixed.post(run(**{"02_bounded_loop": (3, 0)}))
-    page.wait_for_function("document.querySelectorAll('li.rule .count')[1]?.textContent === '1'", timeout=WAIT)
+    page.wait_for_function("() => document.querySelectorAll('li.rule .count')[1]?.textContent === '1'", timeout=WAIT)
     shown = [
         (item.locator(".count").inner_text(), item.locator(".text").inner_text())
         for item in page.locator("li.rule").all()

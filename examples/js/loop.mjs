@@ -231,8 +231,12 @@ function client(wire) {
 async function main() {
   const wires = { openai, anthropic };
   const wire = wires[env.SANDBOX_WIRE];
-  if (!sandbox || !wire) {
-    console.error(`this program speaks ${Object.keys(wires).join(" and ")}; run it with sandbox grade`);
+  if (!sandbox) {
+    console.error("SANDBOX_BASE_URL is not set: run me with `sandbox grade --wire openai,anthropic -- node loop.mjs`");
+    process.exit(2);
+  }
+  if (!wire) {
+    console.error(`this program speaks ${Object.keys(wires).join(" and ")}, not ${env.SANDBOX_WIRE}`);
     process.exit(2);
   }
   const tools = JSON.parse((await request(`${sandbox}/tools`)).text);

@@ -188,7 +188,7 @@ def _parse_one(text: str) -> Fault:
             allowed = ", ".join(sorted(_FIELDS - {"kind", "request"}))
             raise ScenarioError(f"fault {text!r}: {option!r} is not NAME=VALUE with NAME one of {allowed}.")
         data[name] = value.strip() if name == "provider" else _number(text, name, value)
-    return fault_from_dict(data, where=f"fault {text!r}")
+    return fault_from_dict(data, where=f"faults={text!r}")
 
 
 def _number(text: str, name: str, value: str) -> int | float:

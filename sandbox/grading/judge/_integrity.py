@@ -23,7 +23,9 @@ from pathlib import Path
 __all__ = ["Snapshot", "preload"]
 
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"}
-_SKIP_FILES = {".sandbox-state.json", ".sandbox-state.json.tmp"}
+_SKIP_FILES = {".sandbox-state.json", ".sandbox-state.json.tmp", "exercise.py"}
+"""Not what the grader judges with: its own progress file, and each challenge's `exercise.py`, the
+learner's to edit at any moment (a save while `sandbox watch` grades must never be put back)."""
 _LOADABLE = {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"}
 _MAX_KEPT = 64 << 20
 """Bytes kept to put files back: the package and the challenges are a few MB."""

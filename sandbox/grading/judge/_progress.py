@@ -76,6 +76,7 @@ class Progress:
                 pytest.main(command[3:])
             finally:
                 os.chdir(here)
+                forget_test_modules(self.root.resolve())  # nor leave them to whatever runs next here
             return 0 if _all_passed(report, challenges) else 1
 
     def run_warm(self, grader: WarmGrader, challenges: Sequence[ChallengeInfo], *extra: str) -> int:
