@@ -53,7 +53,9 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """created, in_progress, each item's events, then the terminal event holding the full response."""
     final = encode_response(turn, conversation)
     pending = {**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None}
-    writer = _StreamWriter(final["id"], obfuscate=_obfuscates(conversation.raw))
+    # Seeded by the step, not the response id: the padding is no id, and an answer's bytes may differ
+    # from another's only in the ids that name it (the README's determinism promise).
+    writer = _StreamWriter(turn.seed, obfuscate=_obfuscates(conversation.raw))
     writer.emit("response.created", response=pending)
     writer.emit("response.in_progress", response=pending)
     for index, item in enumerate(final["output"]):
