@@ -23,8 +23,8 @@ class CloudRoute:
     body: bytes
     """The body, with the model the cloud's path names put where the provider expects it."""
     model: str
-    """The model (Azure: the deployment) the path names, or None where the body names it (Azure's v1
-    API); it names the scenario."""
+    """The model (Azure: the deployment) the path names, or the body's own where the path names none
+    (Azure's Responses and v1 paths); it names the scenario."""
     resource: str
     """How the cloud names the model in its not-found error: Vertex's publisher model path."""
 

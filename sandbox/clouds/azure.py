@@ -73,7 +73,12 @@ _V1_VERSIONS = frozenset({"preview", "latest", "v1"})
 """What the v1 API takes, when a client sends `api-version` at all."""
 
 _DEPLOYMENT = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions/?$")
-_V1 = {"/openai/v1/chat/completions": "openai", "/openai/v1/responses": "openai-responses"}
+_BODY_NAMED = {
+    "/openai/responses": ("openai-responses", True),
+    "/openai/v1/chat/completions": ("openai", False),
+    "/openai/v1/responses": ("openai-responses", False),
+}
+"""The paths whose body names the deployment: (wire format, whether `api-version` is required)."""
 
 _ACCESS_DENIED = (
     "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key "
@@ -88,19 +93,16 @@ _NOT_DEPLOYED = (
 def translate(path: str, query: str, headers: Mapping[str, str], body: bytes) -> CloudRoute | CloudRefusal:
     """An Azure OpenAI request as the OpenAI API would take it, or the front end's refusal."""
     deployment = _DEPLOYMENT.match(path)
-    provider = _V1.get(path.rstrip("/"), "openai-responses" if path.rstrip("/") == "/openai/responses" else "openai")
+    provider, versioned = ("openai", True) if deployment else _BODY_NAMED.get(path.rstrip("/"), ("openai", True))
     if not _has_key(headers):
         return CloudRefusal(provider, _error(401, "401", _ACCESS_DENIED))
-    if deployment is None and path.rstrip("/") not in ("/openai/responses", *_V1):
+    if deployment is None and path.rstrip("/") not in _BODY_NAMED:
         return CloudRefusal(provider, _resource_not_found())
     versions = parse_qs(query, keep_blank_values=True).get("api-version", [])
     version = versions[-1] if versions else None
-    if path.rstrip("/") in _V1:
-        if version is not None and version not in _V1_VERSIONS:
-            return CloudRefusal(provider, _error(400, "BadRequest", "API version not supported"))
-    elif version is None:
+    if versioned and version is None:
         return CloudRefusal(provider, _resource_not_found())
-    elif version not in API_VERSIONS:
+    if version is not None and version not in (API_VERSIONS if versioned else _V1_VERSIONS):
         return CloudRefusal(provider, _error(400, "BadRequest", "API version not supported"))
     own_path = "/v1/responses" if provider == "openai-responses" else "/v1/chat/completions"
     if deployment is None:
