@@ -307,6 +307,7 @@ class _Harness:
                 self.here / report,
                 [(nodeid, ref.name) for nodeid, ref in refs.items()],
                 implementation=impl or "exercise.py",
+                as_it_goes=self.announce_report,
             )
             if report
             else None
