@@ -80,7 +80,9 @@ _HINT = 0.03
 _RATE_LIMIT_THEN_OVERLOAD = (
     Fault("rate_limit", request=2, retry_after=_HINT),
     Fault("overloaded", request=3, retry_after=_HINT),
+    Fault("rate_limit", request=4, retry_after=_HINT),
 )
+"""Three hints to wait: a program that does not wait is refused again if any of its retries comes early."""
 _503 = (Fault("server_error", request=1, status=503),)
 
 
