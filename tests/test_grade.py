@@ -401,9 +401,9 @@ def test_a_challenge_without_program_cases_says_which_have_them(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     root = tmp_path / "challenges"
-    (root / "10_new_topic").mkdir(parents=True)
-    (root / "hints.toml").write_text('[[challenge]]\nname = "10_new_topic"\ntitle = "New"\n')
-    assert main(["grade", "10", "--dir", str(root), "--", "x"]) == 2
+    (root / "11_new_topic").mkdir(parents=True)
+    (root / "hints.toml").write_text('[[challenge]]\nname = "11_new_topic"\ntitle = "New"\n')
+    assert main(["grade", "11", "--dir", str(root), "--", "x"]) == 2
     err = capsys.readouterr().err
-    assert "10_new_topic grades Python code only so far. A program is graded on:" in err
-    assert "- 9: 09_keep_the_whole_turn" in err
+    assert "11_new_topic grades Python code only so far. A program is graded on:" in err
+    assert "- 9: 09_keep_the_whole_turn" in err and "- 10: 10_retry_without_repeating" in err
