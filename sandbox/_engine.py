@@ -4,31 +4,32 @@
          -> scenario (pinned, or named by the model field) -> replay the history (ours?)
          -> budget -> render the next turn -> response JSON or SSE frames
 
-Every failure is a provider-shaped error; nothing here raises to the door.
+Every failure is a provider-shaped error; nothing here raises to the door. This module is the
+dispatch; the `Exchange` type and the error exchanges live in `_exchange`, the errors the engine
+words itself in `_refusals`, the history's replay in `_replay`, kept state in `_kept`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
-from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState
+from ._exchange import Exchange, as_json_array, error_exchange, request_digest
+from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
+from ._refusals import budget_error, check_tools, gemini_alt, internal, too_large, unknown_scenario
 from ._repeats import RepeatGuard, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
 from ._wrong_path import wrong_path
 from .clouds import CloudRefusal, CloudRoute
-from .faults import Applied, Delivery, Fault, FaultError, FaultPlan, fault_error, parse_faults, shape
-from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat, get_wire_format, route
+from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
+from .wire import Conversation, Rule, WireError, WireFormat, get_wire_format, route
 from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
@@ -36,42 +37,6 @@ __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Ex
 DEFAULT_BUDGET = 50
 """Model requests one conversation may make before the sandbox stops it as a runaway."""
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One request and the sandbox's answer: what a door sends back, and what a journal keeps."""
-
-    method: str
-    path: str
-    status: int
-    headers: Mapping[str, str]
-    chunks: tuple[bytes, ...]
-    """The body: one chunk for JSON, one per SSE frame for a stream."""
-    request_body: bytes = field(repr=False)
-    provider: str | None = None
-    conversation: Conversation | None = field(default=None, repr=False)
-    scenario: str | None = None
-    step: int | None = None
-    turn: ModelTurn | None = field(default=None, repr=False)
-    error: WireError | None = None
-    fault: Fault | None = None
-    """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
-    delivery: Delivery | None = field(default=None, repr=False)
-    """How a door must send the chunks (latency, a cut connection); None: all at once."""
-
-    @property
-    def delivers_turn(self) -> bool:
-        """The turn reached the client whole: no fault, or only latency."""
-        return self.turn is not None and (self.fault is None or self.fault.kind == "latency")
-
-    @property
-    def body(self) -> bytes:
-        return b"".join(self.chunks)
-
-    @property
-    def is_stream(self) -> bool:
-        return self.headers.get("content-type", "").startswith("text/event-stream")
 
 
 class Engine:
@@ -149,46 +114,46 @@ class Engine:
             translated = clouds.translate(path, query or "", headers or {}, body)
             if isinstance(translated, CloudRefusal):
                 wire = get_wire_format(translated.provider)
-                return _error_exchange(method, path, body, wire, translated.error, None, digest)
+                return error_exchange(method, path, body, wire, translated.error, None, digest)
             if translated is not None:
                 cloud, found, body = translated, route(translated.path), translated.body
         if found is None or method.upper() != "POST":
             wire, not_found = wrong_path(method, path)
-            return _error_exchange(method, path, body, wire, not_found, None, digest)
+            return error_exchange(method, path, body, wire, not_found, None, digest)
         wire = found.wire
         conversation: Conversation | None = None
         try:
-            array = found.stream and query is not None and _gemini_alt(wire, query) == "json"
+            array = found.stream and query is not None and gemini_alt(wire, query) == "json"
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
             if len(body) > COUNT_ABOVE:
                 check_items(wire, body)
             expanded = self.kept.expand(wire, body, owner)
         except WireError as error:
-            return _error_exchange(method, path, body, wire, error, conversation, digest)
+            return error_exchange(method, path, body, wire, error, conversation, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
-            return _error_exchange(method, path, body, wire, _internal(wire, exc), conversation, digest)
+            return error_exchange(method, path, body, wire, internal(wire, exc), conversation, digest)
         try:
-            conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
+            conversation = self.kept.parse(wire, expanded, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
-            check_size(wire, conversation)
+            check_size(wire, conversation, expanded.resume.checked if expanded.resume is not None else 0)
             if cloud is not None:
                 if self.pinned is None and conversation.model not in self.scenarios:
                     raise clouds.not_found(cloud)
                 conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
-            exchange = self._answer(method, path, body, wire, conversation, client, digest)
+            exchange = self._answer(method, path, body, wire, conversation, client, digest, expanded.resume)
             if exchange.turn is not None and exchange.delivers_turn:
                 self.kept.keep(expanded, wire, conversation, exchange.turn, owner)
             else:
                 self.kept.release(expanded)
-            return _as_json_array(exchange) if array else exchange
+            return as_json_array(exchange) if array else exchange
         except WireError as error:
             self.kept.release(expanded)
             error = self.kept.explain(error, expanded)
-            return _error_exchange(method, path, body, wire, error, conversation, digest)
+            return error_exchange(method, path, body, wire, error, conversation, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             self.kept.release(expanded)
-            return _error_exchange(method, path, body, wire, _internal(wire, exc), conversation, digest)
+            return error_exchange(method, path, body, wire, internal(wire, exc), conversation, digest)
 
     def _conversations(self, method: str, path: str, body: bytes, query: str, owner: str, digest: str) -> Exchange:
         """OpenAI's Conversations endpoints: kept state, answered by `_kept`."""
@@ -198,9 +163,9 @@ class Engine:
                 raise self._too_large(wire, len(body))
             status, answer = self.kept.conversations.handle(method, path, query, body, owner, digest)
         except WireError as error:
-            return _error_exchange(method, path, body, wire, error, None, digest)
+            return error_exchange(method, path, body, wire, error, None, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
-            return _error_exchange(method, path, body, wire, _internal(wire, exc), None, digest)
+            return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
         headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
         return Exchange(method, path, status, headers, (answer,), body, wire.name)
 
@@ -214,14 +179,14 @@ class Engine:
         request and this engine's number for it, so two senders of the same request never share an id
         (a thread, a stored response, a conversation), and a fresh engine answers the same requests, in
         the same order, with the same ids on every run."""
-        return _request_digest(method, path, f"{next(self._answers)}\0".encode() + body)
+        return request_digest(method, path, f"{next(self._answers)}\0".encode() + body)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
         digest = self._identity(method, path, f"oversized:{size}".encode())
-        return _error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
+        return error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
         """The error for a body a door stopped waiting for after `seconds`."""
@@ -239,15 +204,10 @@ class Engine:
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
         digest = self._identity(method, path, f"refused:{status}:{message}".encode())
-        return _error_exchange(method, path, b"", wire, wire.error(status, message, rule=Rule.MALFORMED), None, digest)
+        return error_exchange(method, path, b"", wire, wire.error(status, message, rule=Rule.MALFORMED), None, digest)
 
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
-        return wire.error(
-            413,
-            f"sandbox: the request body is over {self.max_body_bytes} bytes ({size} announced or read); the sandbox "
-            "accepts at most that. Trim the conversation, or start the sandbox with a larger limit.",
-            rule=Rule.TOO_LARGE,
-        )
+        return too_large(wire, self.max_body_bytes, size)
 
     def _answer(
         self,
@@ -258,21 +218,40 @@ class Engine:
         conversation: Conversation,
         client: str,
         digest: str,
+        resume: Resume | None = None,
     ) -> Exchange:
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
-        self._check_tools(wire, scenario, conversation)
-        turns = sum(1 for message in conversation.messages if message.role == "assistant")
+        check_tools(wire, scenario, conversation)
+        key = resume.key(path, scenario, conversation) if resume is not None else ()
+        done = resume.replayed_for(key) if resume is not None else None
+        start = done.messages if done is not None else 0
+        turns = (done.turns if done is not None else 0) + sum(
+            1 for message in conversation.messages[start:] if message.role == "assistant"
+        )
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
-            raise _budget_error(wire, scenario, self.budget, turns)
-        position = replay(wire, scenario, conversation)
-        history, continued = history_keys(f"{path}\0{scenario.name}", conversation.messages)
+            raise budget_error(wire, scenario, self.budget, turns)
+        try:
+            position = replay(wire, scenario, conversation, (start, done.position) if done is not None else None)
+        except WireError:
+            if resume is None or resume.full is None:
+                raise
+            # walked the whole way, for the whole request's exact error
+            conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)
+            resume.parser = resume.full = None
+            position = replay(wire, scenario, conversation)
+            done = None
+        history, continued, digested = history_keys(
+            f"{path}\0{scenario.name}", conversation.messages, done.digested if done is not None else None
+        )
+        if resume is not None:
+            resume.out = Replayed(key, len(conversation.messages), position, digested, turns)
         if continued is not None:
             self._repeats.moved_on(continued)
         if scenario.steps[position.script_index].calls:  # a final answer ends its conversation: never a loop
             repeats = self._repeats.count(client, history)
             if repeats > self.budget:
                 raise repeat_error(wire, scenario, self.budget, repeats)
-        attempt = _request_digest(method, path, body)  # a retry is the same request: faults count attempts by it
+        attempt = request_digest(method, path, body)  # a retry is the same request: faults count attempts by it
         applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, attempt)
         plain_stream_error = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
         if applied is not None and (applied.fault.is_error or plain_stream_error):
@@ -324,116 +303,4 @@ class Engine:
         scenario = self.scenarios.get(model)
         if scenario is not None:
             return scenario
-        known = ", ".join(sorted(self.scenarios))
-        raise wire.error(
-            404,
-            f"{_model_not_found(wire.name, _printable(model))}\n\nsandbox: the model name picks the scenario. "
-            f"Known scenarios: {known}. Run `sandbox scenarios` to read them.",
-            rule=Rule.UNKNOWN_SCENARIO,
-            param="model",
-            code="model_not_found",
-        )
-
-    @staticmethod
-    def _check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> None:
-        declared = {tool.name for tool in conversation.tools}
-        needed = sorted({call.name for step in scenario.steps for call in step.calls} - declared)
-        if needed:
-            raise wire.error(
-                400,
-                f"sandbox: scenario {scenario.name!r} calls {', '.join(needed)}, but the request does not "
-                "declare those tools, so a real model could not call them. Send the scenario's tools "
-                "with every request: tools=scenario.tools.",
-                rule=Rule.MISSING_TOOL,
-                param="tools",
-                code="sandbox_missing_tool",
-            )
-
-
-def _request_digest(method: str, path: str, body: bytes) -> str:
-    """A hex digest unique to the request's method, path and bytes (the engine adds its number for the
-    request to make an answer's identity: `Engine._identity`)."""
-    key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
-    return hashlib.blake2b(key, digest_size=16).hexdigest()
-
-
-def _internal(wire: WireFormat, exc: Exception) -> WireError:
-    return wire.error(500, _printable(f"sandbox internal error: {type(exc).__name__}: {exc}"), rule=Rule.MALFORMED)
-
-
-def _gemini_alt(wire: WireFormat, query: str) -> str:
-    """`sse` or `json` (the default): the response format a Gemini stream's `alt=` asks for."""
-    values = urllib.parse.parse_qs(query, keep_blank_values=True).get("alt", ["json"])
-    alt = values[-1]
-    if alt not in ("sse", "json"):
-        raise wire.error(  # [INF] Google's text for an unknown alt is not captured
-            400,
-            f"sandbox: alt={_printable(alt)!r} is not a response format the sandbox serves: use alt=sse "
-            "(what the SDKs send) for server-sent events, or alt=json (the default) for a JSON array.",
-            rule=Rule.MALFORMED,
-        )
-    return alt
-
-
-def _as_json_array(exchange: Exchange) -> Exchange:
-    """A Gemini stream without alt=sse: the same chunks as one JSON array, `[{...}\r\n,{...}]`."""
-    if exchange.status != 200 or not exchange.is_stream:
-        return exchange
-    frames = [chunk.decode("utf-8").strip().removeprefix("data: ").encode("utf-8") for chunk in exchange.chunks]
-    chunks = tuple(
-        (b"[" if index == 0 else b"\r\n,") + frame + (b"]" if index == len(frames) - 1 else b"")
-        for index, frame in enumerate(frames)
-    )
-    return dataclasses.replace(exchange, headers={"content-type": "application/json"}, chunks=chunks)
-
-
-def _budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> WireError:
-    return wire.error(
-        400,
-        f"sandbox: this conversation has used its budget of {budget} model requests (scenario "
-        f"{scenario.name!r}, {step} model turns so far). A loop that never stops would bill you for "
-        "every round: bound the loop (about 5 rounds) and make its error name the calls it saw.",
-        rule=Rule.BUDGET,
-        code="sandbox_budget_exhausted",
-    )
-
-
-def _printable(text: str) -> str:
-    """`text` with any lone surrogate (what a JSON `\\ud800` escape decodes to) written as an escape:
-    error bodies are UTF-8, and an unencodable message would turn a 4xx into a crash."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _model_not_found(provider: str, model: str) -> str:
-    if provider == "anthropic":
-        return f"model: {model}"
-    if provider == "gemini":
-        return (
-            f"models/{model} is not found for API version v1beta, or is not supported for generateContent. "
-            "Call ListModels to see the list of available models and their supported methods."
-        )
-    return f"The model `{model}` does not exist or you do not have access to it."
-
-
-def _error_exchange(
-    method: str,
-    path: str,
-    body: bytes,
-    wire: WireFormat,
-    error: WireError,
-    conversation: Conversation | None,
-    digest: str,
-) -> Exchange:
-    headers = {"content-type": "application/json", **error.headers, **wire.request_headers(digest)}
-    return Exchange(
-        method=method,
-        path=path,
-        status=error.status,
-        headers=headers,
-        chunks=(wire.identified_error_body(error, digest),),
-        request_body=body,
-        provider=wire.name,
-        conversation=conversation,
-        error=error,
-        fault=error.fault if isinstance(error, FaultError) else None,
-    )
+        raise unknown_scenario(wire, model, ", ".join(sorted(self.scenarios)))

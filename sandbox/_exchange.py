@@ -1,0 +1,98 @@
+"""What a door sends back: the `Exchange` type, and the error exchanges every refusal becomes.
+
+May touch: nothing but the answer it is handed (a wire format's error envelope, the chunks already
+rendered); it reads no scenario and keeps no state. Apart from the engine's dispatch so that the
+doors, the journal and the graders, which only read exchanges, depend on this small module alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .faults import Delivery, Fault, FaultError
+from .wire import Conversation, ModelTurn, WireError, WireFormat
+
+__all__ = ["Exchange", "as_json_array", "error_exchange", "request_digest"]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request and the sandbox's answer: what a door sends back, and what a journal keeps."""
+
+    method: str
+    path: str
+    status: int
+    headers: Mapping[str, str]
+    chunks: tuple[bytes, ...]
+    """The body: one chunk for JSON, one per SSE frame for a stream."""
+    request_body: bytes = field(repr=False)
+    provider: str | None = None
+    conversation: Conversation | None = field(default=None, repr=False)
+    scenario: str | None = None
+    step: int | None = None
+    turn: ModelTurn | None = field(default=None, repr=False)
+    error: WireError | None = None
+    fault: Fault | None = None
+    """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
+    delivery: Delivery | None = field(default=None, repr=False)
+    """How a door must send the chunks (latency, a cut connection); None: all at once."""
+
+    @property
+    def delivers_turn(self) -> bool:
+        """The turn reached the client whole: no fault, or only latency."""
+        return self.turn is not None and (self.fault is None or self.fault.kind == "latency")
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+    @property
+    def is_stream(self) -> bool:
+        return self.headers.get("content-type", "").startswith("text/event-stream")
+
+
+def request_digest(method: str, path: str, body: bytes) -> str:
+    """A hex digest unique to the request's method, path and bytes (the engine adds its number for the
+    request to make an answer's identity: `Engine._identity`)."""
+    key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
+    return hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+def error_exchange(
+    method: str,
+    path: str,
+    body: bytes,
+    wire: WireFormat,
+    error: WireError,
+    conversation: Conversation | None,
+    digest: str,
+) -> Exchange:
+    """The exchange for a refused request: the provider's error envelope, its headers and request id."""
+    headers = {"content-type": "application/json", **error.headers, **wire.request_headers(digest)}
+    return Exchange(
+        method=method,
+        path=path,
+        status=error.status,
+        headers=headers,
+        chunks=(wire.identified_error_body(error, digest),),
+        request_body=body,
+        provider=wire.name,
+        conversation=conversation,
+        error=error,
+        fault=error.fault if isinstance(error, FaultError) else None,
+    )
+
+
+def as_json_array(exchange: Exchange) -> Exchange:
+    """A Gemini stream without alt=sse: the same chunks as one JSON array, `[{...}\r\n,{...}]`."""
+    if exchange.status != 200 or not exchange.is_stream:
+        return exchange
+    frames = [chunk.decode("utf-8").strip().removeprefix("data: ").encode("utf-8") for chunk in exchange.chunks]
+    chunks = tuple(
+        (b"[" if index == 0 else b"\r\n,") + frame + (b"]" if index == len(frames) - 1 else b"")
+        for index, frame in enumerate(frames)
+    )
+    return dataclasses.replace(exchange, headers={"content-type": "application/json"}, chunks=chunks)
