@@ -20,7 +20,7 @@ from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
 from ._exchange import Exchange, as_json_array, error_exchange, request_digest
-from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState
+from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, too_large, unknown_scenario
 from ._repeats import RepeatGuard, history_keys, repeat_error
@@ -135,14 +135,14 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), conversation, digest)
         try:
-            conversation = wire.parse_request(expanded.body, path_model=found.model, path_stream=found.stream)
+            conversation = self.kept.parse(wire, expanded, path_model=found.model, path_stream=found.stream)
             conversation = expanded.restore(conversation)
-            check_size(wire, conversation)
+            check_size(wire, conversation, expanded.resume.checked if expanded.resume is not None else 0)
             if cloud is not None:
                 if self.pinned is None and conversation.model not in self.scenarios:
                     raise clouds.not_found(cloud)
                 conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
-            exchange, response = self._answer(method, path, body, wire, conversation, client, digest)
+            exchange, response = self._answer(method, path, body, wire, conversation, client, digest, expanded.resume)
             if exchange.turn is not None and exchange.delivers_turn:
                 self.kept.keep(expanded, wire, conversation, exchange.turn, owner, response)
             else:
@@ -219,15 +219,34 @@ class Engine:
         conversation: Conversation,
         client: str,
         digest: str,
+        resume: Resume | None = None,
     ) -> tuple[Exchange, dict[str, Any] | None]:
         """The answer to a parsed request, and its JSON object when it is a plain (not streamed) one."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         check_tools(wire, scenario, conversation)
-        turns = sum(1 for message in conversation.messages if message.role == "assistant")
+        key = resume.key(path, scenario, conversation) if resume is not None else ()
+        done = resume.replayed_for(key) if resume is not None else None
+        start = done.messages if done is not None else 0
+        turns = (done.turns if done is not None else 0) + sum(
+            1 for message in conversation.messages[start:] if message.role == "assistant"
+        )
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise budget_error(wire, scenario, self.budget, turns)
-        position = replay(wire, scenario, conversation)
-        history, continued = history_keys(f"{path}\0{scenario.name}", conversation.messages)
+        try:
+            position = replay(wire, scenario, conversation, (start, done.position) if done is not None else None)
+        except WireError:
+            if resume is None or resume.full is None:
+                raise
+            # walked the whole way, for the whole request's exact error
+            conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)
+            resume.parser = resume.full = None
+            position = replay(wire, scenario, conversation)
+            done = None
+        history, continued, digested = history_keys(
+            f"{path}\0{scenario.name}", conversation.messages, done.digested if done is not None else None
+        )
+        if resume is not None:
+            resume.out = Replayed(key, len(conversation.messages), position, digested, turns)
         if continued is not None:
             self._repeats.moved_on(continued)
         if scenario.steps[position.script_index].calls:  # a final answer ends its conversation: never a loop

@@ -59,8 +59,9 @@ def check_items(wire: WireFormat, body: bytes) -> None:
         )
 
 
-def check_size(wire: WireFormat, conversation: Conversation) -> None:
-    """The sandbox's limits on one request, so that no single request can hold the engine for long."""
+def check_size(wire: WireFormat, conversation: Conversation, checked: int = 0) -> None:
+    """The sandbox's limits on one request, so that no single request can hold the engine for long.
+    The first `checked` messages were checked already (a continuation's kept chain)."""
     messages = conversation.messages
     if len(messages) > MAX_MESSAGES:
         raise wire.error(
@@ -71,7 +72,8 @@ def check_size(wire: WireFormat, conversation: Conversation) -> None:
             rule=Rule.TOO_LARGE,
             code="sandbox_too_many_messages",
         )
-    for index, message in enumerate(messages):
+    for index in range(checked, len(messages)):
+        message = messages[index]
         calls = sum(1 for part in message.content if isinstance(part, ToolCall))
         if calls > MAX_CALLS_PER_TURN:
             raise wire.error(

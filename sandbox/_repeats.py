@@ -24,28 +24,47 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ._scenario import Scenario
 from ._types import Message, Text, ToolCall, ToolResult
 from .wire import Rule, WireError, WireFormat
 
-__all__ = ["REPEAT_WINDOW", "RepeatGuard", "history_keys", "repeat_error"]
+__all__ = ["REPEAT_WINDOW", "Digested", "RepeatGuard", "history_keys", "repeat_error"]
 
 REPEAT_WINDOW = 2.0
 """Seconds: identical requests closer together than this count toward the budget as one runaway."""
 
 
-def history_keys(scope: str, messages: Sequence[Message]) -> tuple[str, str | None]:
+@dataclass(frozen=True)
+class Digested:
+    """A history digested up to some message: where a continuation of kept state goes on from."""
+
+    scope: str
+    messages: int
+    digest: Any
+    """The `hashlib` state after those messages (copied before it is updated)."""
+    before_last: str | None
+
+
+def history_keys(
+    scope: str, messages: Sequence[Message], resume: Digested | None = None
+) -> tuple[str, str | None, Digested]:
     """Digests of the whole history, and of the history before its last model turn (None without one):
-    the key of this request, and the key of the request this one continued. `scope` keeps apart
-    what must not meet (the path and scenario)."""
-    digest = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=16)
-    before_last: str | None = None
-    for message in messages:
+    the key of this request, and the key of the request this one continued; and the state to go on
+    from. `scope` keeps apart what must not meet (the path and scenario). `resume` (of the same
+    scope, over the start of `messages`) digests only the messages after it."""
+    if resume is not None and resume.scope == scope and resume.messages <= len(messages):
+        digest, before_last, rest = resume.digest.copy(), resume.before_last, messages[resume.messages :]
+    else:
+        digest = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=16)
+        before_last, rest = None, messages
+    for message in rest:
         if message.role == "assistant":
             before_last = digest.copy().hexdigest()
         digest.update(_encoded(message).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest(), before_last
+    return digest.hexdigest(), before_last, Digested(scope, len(messages), digest, before_last)
 
 
 def _encoded(message: Message) -> str:

@@ -80,12 +80,19 @@ def render_turn(
     )
 
 
-def replay(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> Position:
-    """Walk the history; raise `WireError` (a `sandbox:` 400) for the first turn that is not ours."""
-    position = Position()
+def replay(
+    wire: WireFormat, scenario: Scenario, conversation: Conversation, resume: tuple[int, Position] | None = None
+) -> Position:
+    """Walk the history; raise `WireError` (a `sandbox:` 400) for the first turn that is not ours.
+    `resume` is where an earlier replay of the same history's start stopped (the message it stopped
+    before, and its position): a continuation of kept state replays only what is new."""
     messages = conversation.messages
-    last = max((index for index, message in enumerate(messages) if message.role == "assistant"), default=-1)
     index = 0
+    position = Position()
+    if resume is not None:
+        index, done = resume
+        position = Position(done.step, done.script_index, list(done.results), list(done.last))
+    last = next((at for at in range(len(messages) - 1, index - 1, -1) if messages[at].role == "assistant"), -1)
     while index < len(messages):
         if messages[index].role != "assistant":
             index += 1

@@ -36,6 +36,8 @@ from typing import Any
 
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
 from ..wire._sse import dumps
+from ..wire.openai_responses import parse_continuing, walk_answer
+from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id, normalise_items
 from ._errors import (
     explain_missing_conversation,
@@ -47,7 +49,7 @@ from ._errors import (
 )
 from ._store import ENTRY_OVERHEAD, Claim, Entry, Store
 
-__all__ = ["CONVERSATIONS", "DEFAULT_MAX_KEPT", "DEFAULT_MAX_KEPT_BYTES", "Expanded", "KeptState"]
+__all__ = ["CONVERSATIONS", "DEFAULT_MAX_KEPT", "DEFAULT_MAX_KEPT_BYTES", "Expanded", "KeptState", "Replayed", "Resume"]
 
 DEFAULT_MAX_KEPT = 2_000
 """Stored responses and thread turns kept at most; the oldest is forgotten first."""
@@ -80,6 +82,18 @@ class Expanded:
     """The request's own `input`, as JSON, for the conversation."""
     echo: Mapping[str, Any] = field(default_factory=dict)
     """Request fields the expansion removed that the answer echoes (`previous_response_id`)."""
+    resume: Resume | None = None
+    """A Responses request's head start from its chain's snapshot, and what it leaves (`_chain`)."""
+    short: dict[str, Any] | None = None
+    """The continuation's own fields and `input`, walked after the chain's snapshot."""
+
+    splice: tuple[Mapping[str, Any], str, tuple[bytes, ...]] | None = None
+    """The whole request as fields and the chain's fragments, spliced only when it is walked whole."""
+
+    @property
+    def whole(self) -> bytes:
+        """The request the continuation stands for, history included."""
+        return _splice(*self.splice) if self.splice is not None else self.body
 
     def restore(self, conversation: Conversation) -> Conversation:
         """The conversation as the client sent it, for the answer's echo of the request."""
@@ -131,8 +145,31 @@ class KeptState:
             key = conversation_id(data.get("conversation")) if data is not None else None
             if data is not None and key is not None:
                 return self._expand_conversation(body, data, key, owner)
-            return Expanded(body, keep=b'"store"' not in body or _stores(body))
+            keep = b'"store"' not in body or _stores(body)
+            return Expanded(body, keep=keep, resume=Resume() if keep else None)
         return Expanded(body)
+
+    def parse(self, wire: WireFormat, expanded: Expanded, *, path_model: str | None, path_stream: bool) -> Conversation:
+        """The expanded request in the neutral model, as `wire.parse_request` reads it; a Responses
+        request that keeps its answer is walked so that its continuation can go on from it, and a
+        continuation with its chain's snapshot walks only its own input (`_chain`)."""
+        resume = expanded.resume
+        data = expanded.short if resume is not None and resume.walked is not None else _object(expanded.whole)
+        if resume is None or data is None:
+            return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
+        try:
+            conversation, parser = parse_continuing(data, resume.walked)
+        except WireError:
+            if resume.walked is None:
+                raise  # the whole request was walked: its error is the exact one
+            resume.walked = resume.replayed = None
+            return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
+        resume.parser, resume.first = parser, parser.first
+        if resume.walked is not None:
+            resume.full = lambda: expanded.restore(
+                wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
+            )
+        return conversation
 
     def _expand_response(self, body: bytes, data: dict[str, Any], owner: str) -> Expanded:
         previous: str = data["previous_response_id"]
@@ -146,12 +183,26 @@ class KeptState:
             return Expanded(body, missing=claim)  # the wire format answers "Previous response ... not found."
         new_items = b",".join(_dumps(item) for item in new_input)
         rest = {key: value for key, value in data.items() if key not in ("previous_response_id", "input")}
+        keep = data.get("store") is not False
+        snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
+        resume = None
+        if keep or snapshot is not None:
+            resume = Resume()
+            if snapshot is not None:
+                resume.walked, resume.replayed, resume.chain_bytes = (
+                    snapshot.walked,
+                    snapshot.replayed,
+                    snapshot.chain_bytes,
+                )
         return Expanded(
-            _splice(rest, "input", (*claim.history, new_items)),
-            keep=data.get("store") is not False,
+            b"",
+            keep=keep,
             claim=claim,
             new_items=new_items,
             echo={"previous_response_id": previous},
+            resume=resume,
+            short={**rest, "input": new_input} if snapshot is not None else None,
+            splice=(rest, "input", (*claim.history, new_items)),
         )
 
     def _expand_conversation(self, body: bytes, data: dict[str, Any], key: str, owner: str) -> Expanded:
@@ -261,7 +312,25 @@ class KeptState:
         size = len(added) + ENTRY_OVERHEAD + (len(fields) if claim is None else 0)
         entry = Entry(added, claim.key if claim else None, fields, owner, size)
         if expanded.keep:
+            self._snapshot(entry, expanded, reply)
             self.store.put(str(response["id"]), entry, claim, once=wire.name == "anthropic")
+
+    @staticmethod
+    def _snapshot(entry: Entry, expanded: Expanded, reply: bytes) -> None:
+        """What the answer's continuation starts from (`_chain`), held beside the entry."""
+        resume = expanded.resume
+        if resume is None or resume.parser is None:
+            return
+        walked = walk_answer(resume.parser, json.loads(b"[" + reply + b"]"))
+        if walked is None:
+            return
+        if resume.walked is not None:
+            chain = resume.chain_bytes
+        else:
+            chain = sum(map(len, expanded.claim.history)) if expanded.claim is not None else 0
+        chain += len(entry.items)
+        entry.snapshot = Snapshot(walked, resume.out, chain)
+        entry.snapshot_size = snapshot_size(walked, chain)
 
     def release(self, expanded: Expanded) -> None:
         """The request failed or kept nothing: the turn it continued may be continued again."""
@@ -287,10 +356,14 @@ def _splice(fields: Mapping[str, Any], key: str, parts: tuple[bytes, ...]) -> by
 
 def _object(body: bytes) -> dict[str, Any] | None:
     try:
-        data = json.loads(body)
+        data = json.loads(body, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity are not JSON: the wire format says so
 
 
 def _stores(body: bytes) -> bool:

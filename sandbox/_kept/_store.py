@@ -11,8 +11,9 @@ never kept.
 
 from __future__ import annotations
 
+import operator
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 __all__ = ["ENTRY_OVERHEAD", "Claim", "Entry", "Store"]
@@ -20,6 +21,9 @@ __all__ = ["ENTRY_OVERHEAD", "Claim", "Entry", "Store"]
 ENTRY_OVERHEAD = 240
 """Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id (measured:
 about 200 on CPython 3.11)."""
+SNAPSHOT_SHARE = 4
+"""Snapshots (`_chain`) hold at most this fraction of the byte bound: the stored bytes keep the rest."""
+_ITEMS = operator.attrgetter("items")
 _REMEMBER_EVICTED = 10_000
 """Evicted ids remembered, so a client that comes back is told why its state is gone."""
 
@@ -42,6 +46,11 @@ class Entry:
     """A thread turn is continued at most once."""
     in_flight: bool = False
     """A continuation of it is being answered right now."""
+    snapshot: object = None
+    """What its continuation starts from (`_chain.Snapshot`), if the store still holds it."""
+    snapshot_size: int = 0
+    chain: tuple[str, ...] | None = None
+    """With a snapshot: the keys of its chain, oldest first, so a claim finds them without a walk."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,9 @@ class Claim:
     history: tuple[bytes, ...]
     """The fragments of the whole chain, oldest first."""
     fields: bytes
+    snapshot: object = None
+    chain: tuple[str, ...] = ()
+    """The keys of the chain, oldest first."""
 
 
 class Store:
@@ -62,6 +74,10 @@ class Store:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._evicted: OrderedDict[str, None] = OrderedDict()
+        self._snapshots: OrderedDict[str, None] = OrderedDict()
+        """The entries holding a snapshot, oldest first: let go before any entry is."""
+        self._snapshot_bytes = 0
+        self.max_snapshot_bytes = max_bytes // SNAPSHOT_SHARE
         self._bytes = 0
         self.evictions = 0
         """Entries forgotten to make room, since the store was made."""
@@ -97,11 +113,14 @@ class Store:
                 return "continued"
             if once and entry.in_flight:
                 return "in_flight"
-            history = self._chain(key)
-            if history is None:
+            chain = entry.chain or self._chain(key)
+            entries = self._entries
+            if chain is None or not all(map(entries.__contains__, chain)):
                 return "broken"
+            deque(map(entries.move_to_end, reversed(chain)), maxlen=0)  # the whole chain is recently used
+            history = tuple(map(_ITEMS, map(entries.__getitem__, chain)))
             entry.in_flight = entry.in_flight or once
-            return Claim(key, history, entry.fields)
+            return Claim(key, history, entry.fields, entry.snapshot, chain)
 
     def release(self, claim: Claim) -> None:
         """The continuation failed: the entry can be continued again (a no-op for one never held)."""
@@ -118,18 +137,24 @@ class Store:
                 if parent is not None:
                     parent.in_flight = False
                     parent.continued = parent.continued or once
+                    if entry.snapshot is not None:  # the chain's newest response holds its snapshot
+                        self._drop_snapshot(continued.key, parent)
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old.size
+                self._drop_snapshot(key, old)
+            if entry.snapshot_size > self.max_snapshot_bytes:
+                entry.snapshot, entry.snapshot_size, entry.chain = None, 0, None
             if entry.size > self.max_bytes:
                 self._forget(key)
                 return  # larger than the whole store: kept nowhere, found nowhere
             self._entries[key] = entry
-            self._bytes += entry.size
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                evicted, gone = self._entries.popitem(last=False)
-                self._bytes -= gone.size
-                self._forget(evicted)
+            self._bytes += entry.size + entry.snapshot_size
+            if entry.snapshot is not None:
+                self._snapshots[key] = None
+                self._snapshot_bytes += entry.snapshot_size
+                entry.chain = (*continued.chain, key) if continued is not None else (key,)
+            self._make_room()
 
     def update(self, key: str, owner: str, items: bytes, fields: bytes, *, append: bool) -> bool:
         """Replace (or, `append`, extend) the items of the one-entry chain `key` (a conversation) and set
@@ -147,12 +172,10 @@ class Store:
             if size > self.max_bytes:
                 del self._entries[key]
                 self._bytes -= size
+                self._drop_snapshot(key, entry)
                 self._forget(key)
                 return True
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                evicted, gone = self._entries.popitem(last=False)
-                self._bytes -= gone.size
-                self._forget(evicted)
+            self._make_room()
             return True
 
     def remove(self, key: str, owner: str) -> bool:
@@ -163,22 +186,38 @@ class Store:
                 return False
             del self._entries[key]
             self._bytes -= entry.size
+            self._drop_snapshot(key, entry)
             return True
 
-    def _chain(self, key: str) -> tuple[bytes, ...] | None:
-        """The fragments from the chain's start to `key`, each entry on it marked recently used; None
-        if a link is gone. Called with the lock held."""
-        parts: list[bytes] = []
+    def _make_room(self) -> None:
+        """Within the bounds again: snapshots go first (the oldest first), then the oldest entries."""
+        while self._snapshots and (self._bytes > self.max_bytes or self._snapshot_bytes > self.max_snapshot_bytes):
+            key = next(iter(self._snapshots))
+            self._drop_snapshot(key, self._entries[key])
+        while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+            evicted, gone = self._entries.popitem(last=False)
+            self._bytes -= gone.size
+            self._drop_snapshot(evicted, gone)
+            self._forget(evicted)
+
+    def _drop_snapshot(self, key: str, entry: Entry) -> None:
+        if self._snapshots.pop(key, 0) is None:
+            self._bytes -= entry.snapshot_size
+            self._snapshot_bytes -= entry.snapshot_size
+        entry.snapshot, entry.snapshot_size, entry.chain = None, 0, None
+
+    def _chain(self, key: str) -> tuple[str, ...] | None:
+        """The keys from the chain's start to `key`; None if a link is gone. Called with the lock held."""
+        keys: list[str] = []
         current: str | None = key
         while current is not None:
             entry = self._entries.get(current)
             if entry is None:
                 return None
-            self._entries.move_to_end(current)
-            parts.append(entry.items)
+            keys.append(current)
             current = entry.parent
-        parts.reverse()
-        return tuple(parts)
+        keys.reverse()
+        return tuple(keys)
 
     def _forget(self, key: str) -> None:
         self.evictions += 1

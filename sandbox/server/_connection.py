@@ -1,8 +1,11 @@
-"""One HTTP/1.1 connection of `sandbox serve`: httptools parses, this module answers and decides when to give up.
+"""One HTTP/1.1 connection of `sandbox serve`: httptools parses, this module answers (`_watch` decides
+when to give up on the client).
 
-A few dozen lines of protocol where uvicorn's ASGI cycle used to be: most requests are answered in
-the parser's callback, with no task, and each answer leaves in one write (head and every SSE frame
-of a stream, all ready at once). What one client can cost the others is bounded here:
+May touch: the connection's transport and its parser; the engine only through `Front`, and ASGI
+apps only through `Cycle`. A few dozen lines of protocol where uvicorn's ASGI cycle used to be: most
+requests are answered on the loop's next turn after their parse, with no task, and each answer
+leaves in one write (head and every SSE frame of a stream, all ready at once, with its chunked
+framing made in one join). What one client can cost the others is bounded here and in `_watch`:
 
 - a request head must arrive within `head_timeout` of the connection opening or of the previous
   answer (at most 64 KiB of it), a body within `body_timeout`; an idle kept-alive connection is
@@ -24,7 +27,6 @@ import logging
 import urllib.parse
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httptools
@@ -35,48 +37,19 @@ from ._answer import Front, Reply, sender_of
 from ._cycle import ASGIApp, Cycle
 from ._framing import encode
 from ._pool import Pool
+from ._request import LINGER_BYTES, MAX_HEAD, NEVER, SWEEP, Limits, Request
+from ._watch import Watch
 
 __all__ = ["SWEEP", "Connection", "Limits"]
 
 log = logging.getLogger("sandbox.serve")
-
-_MAX_HEAD = 64 * 1024
-_LINGER_BYTES = 256 * 1024 * 1024
-"""At most this much of a refused body is read and dropped before the connection is cut."""
-_NEVER = float("inf")
-SWEEP = 0.25
-"""Seconds between the sweeps that enforce every deadline: one timer for the server, none per request."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Seconds each stage may take (see the module docstring)."""
-
-    head_timeout: float = 10.0
-    body_timeout: float = 30.0
-    keep_alive: float = 5.0
-    write_timeout: float = 5.0
-    linger: float = 5.0
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    query: str
-    headers: dict[str, str]
-    keep_alive: bool
-    http10: bool
-    body: list[bytes] = field(default_factory=list)
-    reply: Reply | None = None
-    """Answered before its body was read (health, preflight, a refused encoding)."""
 
 
 class _Stop(Exception):
     """Raised in a parser callback: the rest of what arrived is not parsed."""
 
 
-class Connection(asyncio.Protocol):
+class Connection(Watch, asyncio.Protocol):
     """One client's connection. `connections` is the server's set of them (for shutdown)."""
 
     def __init__(self, front: Front, limits: Limits, connections: Pool, app: ASGIApp | None = None) -> None:
@@ -106,9 +79,9 @@ class Connection(asyncio.Protocol):
         self._headers: dict[str, str] = {}
         self._size = 0
         self._now = self.loop.time
-        self._deadline = _NEVER
+        self._deadline = NEVER
         self._then: Callable[[], Any] = _nothing
-        self._write_check = _NEVER
+        self._write_check = NEVER
         self._answered = 0.0
         self._waiting = False
         """Idle after an answer: the first byte of a next head turns the keep-alive deadline into
@@ -138,7 +111,7 @@ class Connection(asyncio.Protocol):
         quick_ack(self._socket)
         if self.lingering:
             self.dropped += len(data)
-            if self.dropped > _LINGER_BYTES:
+            if self.dropped > LINGER_BYTES:
                 transport.abort()
             return
         if self._waiting:
@@ -178,7 +151,7 @@ class Connection(asyncio.Protocol):
             self._next()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._deadline = self._write_check = _NEVER
+        self._deadline = self._write_check = NEVER
         self.connections.discard(self)
         self.queue.clear()
         self.parser = None  # type: ignore[assignment]  # it holds this object: no cycle left for the GC
@@ -247,7 +220,7 @@ class Connection(asyncio.Protocol):
             request.body.append(body)
 
     def on_message_complete(self) -> None:
-        self._deadline = _NEVER
+        self._deadline = NEVER
         request = self.current
         assert request is not None
         self.current = None
@@ -360,7 +333,7 @@ class Connection(asyncio.Protocol):
 
     def _answer_now(self, request: Request, reply: Reply) -> None:
         """An answer sent before the request was read to its end (a 413, a 408): the connection closes."""
-        self._deadline = _NEVER
+        self._deadline = NEVER
         self.queue.clear()
         self.closing = True
         self._send(request, reply)
@@ -372,17 +345,6 @@ class Connection(asyncio.Protocol):
 
     # -- giving up ------------------------------------------------------------------------------------
 
-    def _linger(self) -> None:
-        """After a 413 or 408: say so, end our side, and drop what the client still sends for a while."""
-        transport = self.transport
-        assert transport is not None
-        self.lingering = True
-        if transport.can_write_eof():
-            transport.write_eof()
-        transport.resume_reading()
-        self._watch_writes()
-        self._set(self.limits.linger, transport.abort)
-
     def _body_too_slow(self) -> None:
         request = self.current
         if request is not None:
@@ -390,96 +352,13 @@ class Connection(asyncio.Protocol):
                 request, self.front.slow(request.method, request.path, request.headers, self.limits.body_timeout)
             )
 
-    def _cut_silent(self) -> None:
-        """No request head in time (or an idle kept-alive connection): close, unless an answer is
-        still leaving (the write watch judges that one)."""
-        transport = self.transport
-        if transport is None or transport.is_closing() or self.busy is not None:
-            return
-        if transport.get_write_buffer_size():
-            self._set(self.limits.keep_alive, self._cut_silent)
-            return
-        transport.close()
-
-    def _watch_writes(self) -> None:
-        """Drop the connection if what is buffered for it stops leaving for `write_timeout` seconds."""
-        transport = self.transport
-        if transport is None or self._write_check != _NEVER or not transport.get_write_buffer_size():
-            return
-        self.unsent_seen = transport.get_write_buffer_size()
-        self._write_check = self._now() + self.limits.write_timeout
-
-    def _check_writes(self) -> None:
-        transport = self.transport
-        if transport is None:
-            return
-        unsent = transport.get_write_buffer_size()
-        if not unsent:
-            return
-        if unsent < self.unsent_seen:  # still leaving, however slowly
-            self.unsent_seen = unsent
-            self._write_check = self._now() + self.limits.write_timeout
-            return
-        log.warning(
-            "dropped an answer the client did not read for %g s: %s to %s, %d bytes unsent",
-            self.limits.write_timeout,
-            self.last_answer,
-            self.peer,
-            unsent,
-        )
-        transport.abort()
-        self.connections.freed = True
-
-    def state(self) -> str:
-        """What this connection is doing, for the shutdown log."""
-        unsent = self.pending_bytes()
-        if unsent:
-            return f"{self.last_answer} to {self.peer}: {unsent} bytes not yet read"
-        if self.busy is not None:
-            return f"{self.busy.method} {self.busy.path} from {self.peer}: still being answered"
-        if self.current is not None:
-            return f"{self.current.method} {self.current.path} from {self.peer}: its body had not all arrived"
-        return f"{self.peer}: a request head had not all arrived"
-
-    def pending_bytes(self) -> int:
-        """Bytes of answers written but not yet taken by the client's socket."""
-        transport = self.transport
-        try:
-            return transport.get_write_buffer_size() if transport is not None else 0
-        except RuntimeError:  # pragma: no cover - uvloop, after the transport closed
-            return 0
-
-    def idle(self) -> bool:
-        """Nothing in flight: no request begun, none being answered, nothing left to write."""
-        return (
-            self.busy is None
-            and self.current is None
-            and not self.queue
-            and not self.pending_bytes()
-            and not self._in_head
-        )
-
     # -- small things ---------------------------------------------------------------------------------
 
     def _grow_head(self, size: int) -> None:
         self._head_size += size
-        if self._head_size > _MAX_HEAD:
-            self._refuse_raw(431, f"The request head is over {_MAX_HEAD} bytes.")
+        if self._head_size > MAX_HEAD:
+            self._refuse_raw(431, f"The request head is over {MAX_HEAD} bytes.")
             raise _Stop
-
-    def _set(self, seconds: float, then: Callable[[], Any]) -> None:
-        """The next deadline: `then` runs at the first sweep after `seconds` (see `Pool.sweep`)."""
-        self._deadline = self._now() + seconds
-        self._then = then
-
-    def tick(self, now: float) -> None:
-        """Run what is due: a deadline passed, or a check of an answer still leaving."""
-        if now >= self._deadline:
-            self._deadline = _NEVER
-            self._then()
-        if now >= self._write_check:
-            self._write_check = _NEVER
-            self._check_writes()
 
 
 def _nothing() -> None:

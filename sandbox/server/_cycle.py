@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ._framing import encode_head
 
 if TYPE_CHECKING:
-    from ._connection import Connection, Request
+    from ._connection import Connection
+    from ._request import Request
 
 __all__ = ["ASGIApp", "Cycle"]
 

@@ -28,7 +28,7 @@ from .._tcp import tcp_socket
 from ._answer import Front
 from ._connection import SWEEP, Connection, Limits
 from ._cycle import ASGIApp
-from ._pool import Pool
+from ._pool import Pool, keep_big_blocks_mapped
 
 if TYPE_CHECKING:
     from .._asgi import SandboxApp
@@ -65,6 +65,7 @@ def serve(
     if ready is not None:
         ready()
     _raise_open_file_limit()
+    keep_big_blocks_mapped()
     _configure_log(log_level)
     limits = Limits(head_timeout=head_timeout, body_timeout=body_timeout, write_timeout=write_timeout)
     front = Front(engine, cors_origins=cors_origins)

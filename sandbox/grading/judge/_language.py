@@ -95,6 +95,32 @@ _HINTS: dict[str, dict[str, str]] = {
 
 # API names, Python's first; longest first where one contains another.
 _NAMES: list[tuple[str, str, str]] = [
+    # How the results of one turn's concurrent calls keep (or lose) call order: asyncio's words in 08's
+    # hints and `_checks`' headlines, said as goroutines and promises.
+    (
+        "With asyncio, gather() returns results in the order of its arguments.",
+        "With goroutines, write each call's result into its own slot of a slice (results[i] for the i-th "
+        "call), not in the order they finish.",
+        "Promise.all returns the results in the order of its promises, whatever order they settle in.",
+    ),
+    (
+        "with asyncio.as_completed or the done set of asyncio.wait, or sorted",
+        "read from a channel as the goroutines finished, or sorted",
+        "pushed as each promise settled, or sorted",
+    ),
+    (
+        "(asyncio.gather returns them in that order)",
+        "(a slice indexed by the call's position keeps that order whatever goroutine finishes first)",
+        "(Promise.all returns them in that order)",
+    ),
+    ("kept in a dict keyed by tool name", "kept in a map keyed by tool name", "kept in an object keyed by tool name"),
+    (
+        "mark it is_error=True or word it as an error",
+        "send it with skyl.ToolErrorMessage (is_error on Anthropic) or word it as an error",
+        "send it with toolResultMessage(call.id, text, true) (is_error on Anthropic) or word it as an error",
+    ),
+    ("StopReason.TOOL_USE", "skyl.StopToolUse", 'stopReason "tool_use"'),
+    ("json.loads", "json.Unmarshal", "JSON.parse"),
     ("skyl.assistant_text(resp.text())", "skyl.AssistantText(resp.Text())", '{ role: "assistant", text: resp.text }'),
     ("skyl.tool_result_message(call.id,", "skyl.ToolResultMessage(call.ID,", "toolResultMessage(call.id,"),
     ("skyl.tool_result_message", "skyl.ToolResultMessage", "toolResultMessage"),

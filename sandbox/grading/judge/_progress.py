@@ -28,10 +28,18 @@ CLEAR = "\033[H\033[2J\033[3J"
 terminal, so only the latest one shows."""
 
 
+GRADING_PLUGINS = ("--disable-plugin-autoload", "-p", "sandbox.pytest_plugin")
+"""The only plugin a grade needs is the sandbox's own. Every other plugin the venv's packages install
+(anyio's, respx's, hypothesis's, a framework's tracer: dozens with the project's dev extras) would be
+imported and registered on every check and every save for nothing, and pytest walks each installed
+distribution's files to mark them for assertion rewriting. A test run of the learner's own is untouched:
+this is only the command `sandbox check`, `list` and `watch` build."""
+
+
 def pytest_command(root: Path, challenges: Sequence[ChallengeInfo], *extra: str) -> list[str]:
     paths = [challenge.folder.relative_to(root.parent).as_posix() for challenge in challenges]
     color = ["--color=yes"] if sys.stdout.isatty() else []
-    return [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *color, *extra]
+    return [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *GRADING_PLUGINS, *color, *extra]
 
 
 def _all_passed(report: Path, challenges: Sequence[ChallengeInfo]) -> bool:

@@ -1,4 +1,4 @@
-"""`--report PATH`: Gradescope's results.json, rewritten after every test.
+"""`--report PATH`: Gradescope's results.json, rewritten after every test (`--sandbox-cli-report`: at the end).
 
 Every collected test is written first as "did not run", then updated as it finishes, so a run that
 crashes or is killed still leaves a file listing what was graded and what was not.
@@ -20,9 +20,14 @@ NOT_RUN = "Did not run: the test run stopped before this test (a crash, or the p
 
 
 class ResultsFile:
-    def __init__(self, path: Path, tests: Sequence[tuple[str, str]], implementation: str) -> None:
-        """`tests` are (node id, challenge name) pairs in run order."""
+    def __init__(
+        self, path: Path, tests: Sequence[tuple[str, str]], implementation: str, *, as_it_goes: bool = True
+    ) -> None:
+        """`tests` are (node id, challenge name) pairs in run order. Without `as_it_goes` the file is
+        written once, by the caller's `write()` at the end: for `sandbox check` and `watch`, which read it
+        only then (a rewrite after every test was a tenth of a 20-test check)."""
         self.path = path
+        self.as_it_goes = as_it_goes
         self.implementation = implementation
         self._started = time.monotonic()
         self._void = ""
@@ -40,14 +45,16 @@ class ResultsFile:
                 "tags": [challenge],
                 "extra_data": {"challenge": challenge, "outcome": "not run", "nodeid": nodeid},
             }
-        self.write()
+        if as_it_goes:
+            self.write()
 
     def record(self, nodeid: str, outcome: str, output: str) -> None:
         entry = self._tests[nodeid]
         passed = outcome == PASSED
         entry.update(status="passed" if passed else "failed", score=1.0 if passed else 0.0, output=output)
         entry["extra_data"]["outcome"] = outcome
-        self.write()
+        if self.as_it_goes:
+            self.write()
 
     def void(self, problems: Sequence[str]) -> None:
         """The graded code changed what the grader judges with: every test fails, saying so."""

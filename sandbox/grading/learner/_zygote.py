@@ -27,6 +27,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from typing import Any
 
 from ..boundary._protocol import FrameBuffer, send
@@ -63,6 +64,7 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     workers: set[int] = set()
     buffer = FrameBuffer()
+    private = [control.fileno(), wake_read, wake_write]
     send(control, {"op": "ready"})
     try:
         while True:
@@ -73,24 +75,36 @@ def main() -> None:
             if control.fileno() not in readable:
                 continue
             data, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
-            if not data:
-                return
-            for message in buffer.feed(data):
-                if message["op"] == "spawn":
-                    pid = _fork(fds, message, [control.fileno(), wake_read, wake_write])
-                    workers.add(pid)
-                    send(control, {"op": "spawned", "pid": pid})
-                elif message["op"] == "kill" and message.get("pid") in workers:
-                    _kill_group(int(message["pid"]))
-                elif message["op"] == "sweep":
-                    _sweep(workers)
-                    send(control, {"op": "swept"})
-                elif message["op"] == "shutdown":
-                    _sweep(workers)
-                    send(control, {"op": "bye"})
-                    return
+            if not data or not _obey(control, buffer.feed(data), fds, workers, private):
+                break
     finally:
         _sweep(workers)
+    # Ended cleanly, every worker dead: nothing is left to tear down that the kernel does not. The
+    # interpreter's own teardown (the modules it preloaded for the workers) took a tenth of a second
+    # that the grader waited through at the end of every run.
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _obey(
+    control: socket.socket, messages: Iterable[dict[str, Any]], fds: list[int], workers: set[int], private: list[int]
+) -> bool:
+    """Carry out the grader's messages; False once told to shut down."""
+    for message in messages:
+        if message["op"] == "spawn":
+            pid = _fork(fds, message, private)
+            workers.add(pid)
+            send(control, {"op": "spawned", "pid": pid})
+        elif message["op"] == "kill" and message.get("pid") in workers:
+            _kill_group(int(message["pid"]))
+        elif message["op"] == "sweep":
+            _sweep(workers)
+            send(control, {"op": "swept"})
+        elif message["op"] == "shutdown":
+            _sweep(workers)
+            send(control, {"op": "bye"})
+            return False
+    return True
 
 
 def _drop_root(uid: int, gid: int) -> None:

@@ -21,9 +21,11 @@ from ..._types import Reasoning, Request, Response
 from .._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat, stable_token
 from .._openai import openai_request_headers
 from . import _client, _encode, _parse, _reasoning
+from ._chain import Walked, walk_answer
+from ._parse import parse_continuing
 from ._validate import wire_error
 
-__all__ = ["WIRE", "OpenAIResponses"]
+__all__ = ["WIRE", "OpenAIResponses", "Walked", "parse_continuing", "walk_answer"]
 
 
 class OpenAIResponses(WireFormat):

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..._types import (
     Message,
-    Part,
     Reasoning,
     Role,
     Text,
@@ -24,6 +22,10 @@ from .._base import (
     Conversation,
     Rule,
 )
+from ._chain import START as _START
+from ._chain import Ref as _Ref
+from ._chain import Turn as _Turn
+from ._chain import Walked
 from ._validate import (
     EMPTY_INPUT,
     ITEM_TYPES,
@@ -49,7 +51,7 @@ from ._validate import (
     wrong_type,
 )
 
-__all__ = ["parse_request"]
+__all__ = ["parse_continuing", "parse_request"]
 
 
 def parse_request(body: bytes) -> Conversation:
@@ -61,39 +63,36 @@ def parse_request(body: bytes) -> Conversation:
     return _Parser(data).run()
 
 
-@dataclass
-class _Turn:
-    """A neutral message being built; assistant items that follow each other share one."""
-
-    role: Role
-    path: str
-    parts: list[Part] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Ref:
-    """Where a call, an output or an item id sits: its input index and its neutral message."""
-
-    key: str
-    item: int
-    message: int
-    item_type: str = ""
+def parse_continuing(data: dict[str, Any], walked: Walked | None) -> tuple[Conversation, _Parser]:
+    """`data` (a continuation's fields, its `input` only its own items, as a list) validated after the
+    chain `walked` stands for: the conversation `parse_request` makes of the whole request, walking
+    only what is new. Any error is the one the whole request would get, though its wording may place
+    it differently: the caller asks `parse_request` for the exact answer."""
+    parser = _Parser(data, walked or _START)
+    return parser.run(), parser
 
 
 class _Parser:
     """One walk over a request body: schema checks in the API's order, then pairing."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, data: dict[str, Any], walked: Walked = _START) -> None:
         self.data = data
         self.turns: list[_Turn] = []
-        self.open_assistant = False
+        self.open_assistant = walked.open_assistant
         self.calls: list[_Ref] = []
         self.outputs: list[_Ref] = []
         self.item_ids: list[_Ref] = []
+        self.chain = walked
         instructions = data.get("instructions")
         if isinstance(instructions, str):
             # `instructions` is the system prompt: neutral message 0, so every index below counts it.
             self.turns.append(_Turn("system", "instructions", [Text(instructions)]))
+        self.first = len(self.turns)
+        """The index of the chain's first turn."""
+        self.turns += walked.turns
+        if walked.open_assistant:  # a continuation's assistant items join this turn: not the shared one
+            last = self.turns[-1]
+            self.turns[-1] = _Turn(last.role, last.path, list(last.parts))
 
     def run(self) -> Conversation:
         data = self.data
@@ -110,7 +109,7 @@ class _Parser:
         tool_choice = check_tool_choice(data.get("tool_choice"))
         self._check_scalars()
         self._check_server_state()
-        if data["input"] in ("", []):
+        if data["input"] in ("", []) and not self.chain.items:
             fail(EMPTY_INPUT, None, "missing_required_parameter")  # [OBS] after the state phase
         self._check_pairing()
         return self._conversation(tools, tool_choice)
@@ -135,7 +134,7 @@ class _Parser:
             return
         if not isinstance(value, list):
             wrong_type("input", "one of a string or array of input items", value, top=True)
-        for index, item in enumerate(value):
+        for index, item in enumerate(value, self.chain.items):
             self._check_item(index, item)
 
     def _check_tools(self, value: Any) -> list[Tool]:
@@ -307,6 +306,8 @@ class _Parser:
     def _check_pairing(self) -> None:
         """Each output answers one earlier call with its call_id, anywhere before it in the input."""
         waiting: dict[str, list[_Ref]] = {}
+        for call in self.chain.waiting:
+            waiting.setdefault(call.key, []).append(call)
         orphan: _Ref | None = None
         duplicate: _Ref | None = None
         outputs = {output.item for output in self.outputs}
@@ -348,7 +349,7 @@ class _Parser:
             )
         seen: set[str] = set()
         for ref in self.item_ids:
-            if ref.key in seen:
+            if ref.key in seen or ref.key in self.chain.item_ids:
                 rule = Rule.DUPLICATE_RESULT if ref.item_type == "function_call_output" else Rule.DUPLICATE_TURN
                 fail(
                     f"Duplicate item found with id {ref.key}. Remove duplicate items from your input and try again.",
@@ -368,10 +369,23 @@ class _Parser:
         return Rule.UNKNOWN_CALL_ID
 
     def _conversation(self, tools: list[Tool], tool_choice: str | None) -> Conversation:
+        chain = self.chain
+        kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
+        start = self.first + kept
+        self.messages = [
+            *(Message(turn.role, turn.parts) for turn in self.turns[: self.first]),
+            *chain.messages[:kept],
+            *(Message(turn.role, turn.parts) for turn in self.turns[start:]),
+        ]
+        self.paths = [
+            *(turn.path for turn in self.turns[: self.first]),
+            *chain.paths[:kept],
+            *(turn.path for turn in self.turns[start:]),
+        ]
         return Conversation(
             model=self.data["model"],
-            messages=[Message(turn.role, turn.parts) for turn in self.turns],
-            paths=[turn.path for turn in self.turns],
+            messages=self.messages,
+            paths=self.paths,
             tools=tools,
             tool_choice=tool_choice,
             stream=self.data.get("stream") is True,

@@ -1,0 +1,101 @@
+"""A Responses request's walk, kept past the request: what a `previous_response_id` continuation goes on
+from (`sandbox._kept._chain` keeps it beside the stored response). Touches only the walk's state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..._types import Message, Part, Role
+from .._base import WireError
+
+if TYPE_CHECKING:
+    from ._parse import _Parser
+
+__all__ = ["START", "Ref", "Turn", "Walked", "walk_answer"]
+
+
+@dataclass
+class Turn:
+    """A neutral message being built; assistant items that follow each other share one."""
+
+    role: Role
+    path: str
+    parts: list[Part] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where a call, an output or an item id sits: its input index and its neutral message."""
+
+    key: str
+    item: int
+    message: int
+    item_type: str = ""
+
+
+@dataclass(frozen=True)
+class Walked:
+    """What the walk over a stored chain's items left (its inputs, then its answer's items), so that a
+    `previous_response_id` continuation walks only its own `input` (`parse_continuing`): the items
+    were checked when they arrived, and the answer's are the fake's own. Immutable: any number of
+    continuations may share it."""
+
+    turns: tuple[Turn, ...]
+    """The chain's neutral turns (no `instructions`: a continuation brings its own); the last one is
+    copied before a continuation's assistant items join it."""
+    messages: tuple[Message, ...]
+    paths: tuple[str, ...]
+    items: int
+    """Items walked: a continuation's first item is `input[items]`."""
+    open_assistant: bool
+    waiting: tuple[Ref, ...]
+    """Calls without their output yet, in item order. (An output for a call the chain answered is
+    taken for one without a call: an error either way, and the whole walk then finds the exact one.)"""
+    item_ids: frozenset[str]
+    checked: int
+    """The messages a request's limits were checked on; those after are the answer's."""
+
+
+START = Walked((), (), (), 0, False, (), frozenset(), 0)
+
+
+def walk_answer(parser: _Parser, output: list[Any]) -> Walked | None:
+    """The chain after `parser`'s request (walked with `run`) and its answer's `output` items, for the
+    next continuation; None if the items do not walk as input (the next continuation then walks the
+    whole chain)."""
+    try:
+        return _walk_on(parser, output)
+    except WireError:
+        return None
+
+
+def _walk_on(parser: _Parser, output: list[Any]) -> Walked | None:
+    sent = parser.data["input"]
+    if not isinstance(sent, list):
+        return None  # a string `input` is `input[0]` in a continuation's history: walked again then
+    start = parser.chain.items + len(sent)
+    turns, calls, ids, outputs = len(parser.turns), len(parser.calls), len(parser.item_ids), len(parser.outputs)
+    was_open = parser.open_assistant
+    for index, item in enumerate(output, start):
+        parser._check_item(index, item)
+    sent_ids = {ref.key for ref in parser.item_ids[:ids]}
+    added = [ref.key for ref in parser.item_ids[ids:]]
+    clash = not sent_ids.isdisjoint(added) or not parser.chain.item_ids.isdisjoint(added)
+    if len(parser.outputs) > outputs or len(set(added)) < len(added) or clash:
+        return None  # never in the fake's own answers: the whole chain is walked again
+    rebuild = turns - 1 if was_open else turns
+    return Walked(
+        turns=tuple(parser.turns[parser.first :]),
+        messages=(
+            *parser.messages[parser.first : rebuild],
+            *(Message(turn.role, turn.parts) for turn in parser.turns[rebuild:]),
+        ),
+        paths=(*parser.paths[parser.first : rebuild], *(turn.path for turn in parser.turns[rebuild:])),
+        items=start + len(output),
+        open_assistant=parser.open_assistant,
+        waiting=tuple(parser.calls[calls:]),
+        item_ids=parser.chain.item_ids.union(sent_ids, added),
+        checked=rebuild - parser.first,
+    )

@@ -1,0 +1,170 @@
+"""A `previous_response_id` continuation costs what is new, not what its chain holds, and answers exactly
+as the whole chain walked again would (`sandbox/_kept/_chain.py`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import sandbox
+from sandbox.wire.openai_responses import _parse
+
+RESPONSES = "/v1/responses"
+
+
+def _tools(scenario: str) -> list[dict[str, Any]]:
+    tools = sandbox.get_scenario(scenario).tools
+    return [
+        {"type": "function", "name": tool.name, "parameters": dict(tool.parameters), "strict": False} for tool in tools
+    ]
+
+
+def _post(engine: sandbox.Engine, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    exchange = engine.handle("POST", RESPONSES, json.dumps(body).encode())
+    return exchange.status, json.loads(exchange.body)
+
+
+def _outputs_for(answer: dict[str, Any], text: str = "18C") -> list[dict[str, Any]]:
+    calls = [item for item in answer["output"] if item["type"] == "function_call"]
+    return [{"type": "function_call_output", "call_id": call["call_id"], "output": text} for call in calls]
+
+
+FIRST = {"type": "message", "role": "user", "content": "Weather?", "id": "msg_first"}
+
+
+def _chain(engine: sandbox.Engine, scenario: str, depth: int) -> list[dict[str, Any]]:
+    """The answers of a chain `depth` continuations long (each sends only the calls' outputs)."""
+    status, answer = _post(engine, {"model": scenario, "input": [FIRST], "tools": _tools(scenario)})
+    answers = [answer]
+    for _ in range(depth):
+        assert status == 200, answer
+        body = {"model": scenario, "previous_response_id": answer["id"], "tools": _tools(scenario)}
+        status, answer = _post(engine, {**body, "input": _outputs_for(answer)})
+        answers.append(answer)
+    assert status == 200, answer
+    return answers
+
+
+def _count_walked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    walked = [0]
+    check_item = _parse._Parser._check_item
+
+    def counting(self: Any, index: int, item: Any) -> None:
+        walked[0] += 1
+        check_item(self, index, item)
+
+    monkeypatch.setattr(_parse._Parser, "_check_item", counting)
+    return walked
+
+
+def test_a_continuation_walks_only_its_own_input_and_the_answer_it_continues(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Items walked by one continuation at the end of a chain 3 long and one 120 long: the same few
+    (its own output item and the answer's items), where walking the whole chain would be 240."""
+    walked = _count_walked(monkeypatch)
+    counts = []
+    for depth in (3, 120):
+        engine = sandbox.Engine(budget=200)
+        answer = _chain(engine, "runaway", depth)[-1]
+        walked[0] = 0
+        status, _ = _post(
+            engine,
+            {
+                "model": "runaway",
+                "previous_response_id": answer["id"],
+                "tools": _tools("runaway"),
+                "input": _outputs_for(answer),
+            },
+        )
+        assert status == 200
+        counts.append(walked[0])
+    assert counts[0] == counts[1] <= 4, counts
+
+
+def _twins(kept_mib: float = 64) -> tuple[sandbox.Engine, sandbox.Engine]:
+    """Two fresh engines, the second keeping no snapshot: every continuation walks its whole chain."""
+    fast, whole = sandbox.Engine(budget=200, kept_mib=kept_mib), sandbox.Engine(budget=200, kept_mib=kept_mib)
+    whole.kept.store.max_snapshot_bytes = 0
+    return fast, whole
+
+
+Change = Callable[[list[dict[str, Any]], dict[str, Any]], dict[str, Any]]
+
+
+def _continue_with(change: Change, scenario: str) -> None:
+    """The same chain in both engines, then the continuation `change` makes of (the chain's answers, a
+    well-formed continuation): the same status and body from both (the ids match: both number alike)."""
+    answers = []
+    for engine in _twins():
+        chain = _chain(engine, scenario, 3)
+        answer = chain[-1]
+        body = {"model": scenario, "previous_response_id": answer["id"], "tools": _tools(scenario)}
+        body["input"] = _outputs_for(answer)
+        answers.append(_post(engine, change(chain, body)))
+        answers.append(_post(engine, change(chain, body)))  # and again: the snapshot it left, if any
+    assert answers[0] == answers[2] and answers[1] == answers[3], answers
+
+
+def _call_id(answer: dict[str, Any]) -> str:
+    return str(next(item["call_id"] for item in answer["output"] if item["type"] == "function_call"))
+
+
+CHANGES: dict[str, Change] = {
+    "well formed": lambda chain, body: body,
+    "a second output for the call": lambda chain, body: {**body, "input": body["input"] * 2},
+    "an output for a call the chain answered": lambda chain, body: {
+        **body,
+        "input": [*body["input"], *_outputs_for(chain[0])],
+    },
+    "an output for no call": lambda chain, body: {
+        **body,
+        "input": [*body["input"], {"type": "function_call_output", "call_id": "call_nope", "output": "x"}],
+    },
+    "an item id the chain holds": lambda chain, body: {**body, "input": [*body["input"], {**FIRST, "content": "?"}]},
+    "no output for the call": lambda chain, body: {**body, "input": [{"role": "user", "content": "and?"}]},
+    "a string input": lambda chain, body: {**body, "input": "and now?"},
+    "an empty input": lambda chain, body: {**body, "input": []},
+    "new instructions": lambda chain, body: {**body, "instructions": "Be brief."},
+    "another scenario": lambda chain, body: {**body, "model": "single_call"},
+    "an unknown field": lambda chain, body: {**body, "temperature_x": 1},
+    "a bad item": lambda chain, body: {**body, "input": [*body["input"], {"type": "message", "role": "wizard"}]},
+    "the answer's items echoed again": lambda chain, body: {**body, "input": [*chain[-1]["output"], *body["input"]]},
+    "a model turn of the client's": lambda chain, body: {
+        **body,
+        "input": [*body["input"], {"role": "assistant", "content": "I made this up."}],
+    },
+    "store false": lambda chain, body: {**body, "store": False},
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES), ids=list(CHANGES))
+def test_a_continuation_from_its_chains_snapshot_answers_as_the_whole_chain_walked_again(change: str) -> None:
+    _continue_with(CHANGES[change], "runaway")
+
+
+@pytest.mark.parametrize("change", ["well formed", "a second output for the call", "the answer's items echoed again"])
+def test_a_reasoning_chain_from_its_snapshot_answers_as_the_whole_chain_walked_again(change: str) -> None:
+    _continue_with(CHANGES[change], "runaway_reasoning")
+
+
+def test_a_reasoning_continuation_without_its_reasoning_item_gets_the_whole_walks_error() -> None:
+    def drop_reasoning(chain: list[dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+        echoed = [item for item in chain[-1]["output"] if item["type"] != "reasoning"]
+        return {**body, "input": [*echoed, *body["input"]]}
+
+    _continue_with(drop_reasoning, "runaway_reasoning")
+
+
+def test_snapshots_count_against_the_bound_and_go_before_any_stored_response() -> None:
+    """Stored responses of 2,000 messages each, past a 2 MiB bound: as many are kept as without
+    snapshots, and what the store counts stays within its bound."""
+    kept = []
+    for engine in _twins(kept_mib=2):
+        for index in range(40):
+            items = [{"role": "user", "content": f"m{index}.{n}"} for n in range(2000)]
+            assert _post(engine, {"model": "plain_text", "input": items})[0] == 200
+            assert engine.kept.store.held <= engine.kept.store.max_bytes
+        kept.append(len(engine.kept))
+    assert kept[0] == kept[1] and 0 < kept[0] < 40, kept
