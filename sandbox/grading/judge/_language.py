@@ -89,7 +89,7 @@ _HINTS: dict[str, dict[str, str]] = {
         # Go's skyl has these very events (skyl.TextDelta, skyl.ToolCallStart, ...): only its names change.
         "go": "Text arrives as skyl.TextDelta fragments; each call as skyl.ToolCallStart (ID, Name), then "
         "skyl.ToolCallDelta fragments of its JSON arguments, keyed by event.Index. Join each call's fragments "
-        "and parse them once, after the stream ends (skyl.CollectStream does it). skyl.MessageEnd carries the "
+        "and parse them once, after the stream ends. skyl.MessageEnd carries the "
         "stop reason, usage, model and id: copy them from it, never guess them from the calls.",
         # A JavaScript program reads the provider's own events: no skyl event names to point at.
         "js": "Text arrives in delta events; each call as a start event (its id and name), then fragments of its "
