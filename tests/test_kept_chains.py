@@ -3,14 +3,15 @@ as the whole chain walked again would (`sandbox/_kept/_chain.py`)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import sandbox
-from sandbox.wire.openai_responses import _parse
 
 RESPONSES = "/v1/responses"
 
@@ -48,39 +49,40 @@ def _chain(engine: sandbox.Engine, scenario: str, depth: int) -> list[dict[str, 
     return answers
 
 
-def _count_walked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    walked = [0]
-    check_item = _parse._Parser._check_item
+def _calls_of(call: Callable[[], object]) -> int:
+    """Python and C function calls made by `call()`: work that a chain's length could add to."""
+    calls = [0]
 
-    def counting(self: Any, index: int, item: Any) -> None:
-        walked[0] += 1
-        check_item(self, index, item)
+    def count(frame: object, event: str, arg: object) -> None:
+        if event in ("call", "c_call"):
+            calls[0] += 1
 
-    monkeypatch.setattr(_parse._Parser, "_check_item", counting)
-    return walked
+    sys.setprofile(count)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return calls[0]
 
 
-def test_a_continuation_walks_only_its_own_input_and_the_answer_it_continues(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Items walked by one continuation at the end of a chain 3 long and one 120 long: the same few
-    (its own output item and the answer's items), where walking the whole chain would be 240."""
-    walked = _count_walked(monkeypatch)
+def _answer_into(exchanges: list[sandbox.Exchange], engine: sandbox.Engine, request: bytes) -> None:
+    exchanges.append(engine.handle("POST", RESPONSES, request))
+
+
+def test_a_continuation_costs_the_same_calls_at_the_end_of_a_long_chain_as_of_a_short_one() -> None:
+    """One continuation at the end of a chain 5 long and one 120 long make exactly the same function
+    calls: what is left of the chain's length is copying pointers, where walking the whole chain
+    again made many times as many calls at depth 120 as at depth 5."""
     counts = []
-    for depth in (3, 120):
+    for depth in (5, 120):
         engine = sandbox.Engine(budget=200)
         answer = _chain(engine, "runaway", depth)[-1]
-        walked[0] = 0
-        status, _ = _post(
-            engine,
-            {
-                "model": "runaway",
-                "previous_response_id": answer["id"],
-                "tools": _tools("runaway"),
-                "input": _outputs_for(answer),
-            },
-        )
-        assert status == 200
-        counts.append(walked[0])
-    assert counts[0] == counts[1] <= 4, counts
+        body = {"model": "runaway", "previous_response_id": answer["id"], "tools": _tools("runaway")}
+        request = json.dumps({**body, "input": _outputs_for(answer)}).encode()
+        exchanges: list[sandbox.Exchange] = []
+        counts.append(_calls_of(functools.partial(_answer_into, exchanges, engine, request)))
+        assert exchanges[0].status == 200
+    assert counts[0] == counts[1], counts
 
 
 def _twins(kept_mib: float = 64) -> tuple[sandbox.Engine, sandbox.Engine]:

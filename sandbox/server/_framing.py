@@ -31,9 +31,10 @@ def encode(reply: Reply, *, keep: bool, chunked: bool) -> bytes:
     parts += [
         f"{name}: {value}\r\n".encode("latin-1") for name, value in reply.headers.items() if name not in _OWN_HEADERS
     ]
-    if chunked:
+    if chunked:  # every frame is ready: one chunk holds them all (a client reads events, not chunks)
         parts.append(b"transfer-encoding: chunked\r\n")
-        body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in reply.chunks if chunk) + b"0\r\n\r\n"
+        frames = b"".join(reply.chunks)
+        body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(frames), frames) if frames else b"0\r\n\r\n"
     else:
         body = b"".join(reply.chunks)
         if reply.status != 204 and reply.status >= 200:
