@@ -103,3 +103,11 @@ def test_python_keeps_its_own_words() -> None:
 def test_the_stop_reason_hint_names_go_and_javascript_constants() -> None:
     assert "skyl.StopToolUse" in translate(_lessons.END.hint, "go")
     assert 'stopReason "tool_use"' in translate(_lessons.END.hint, "js")
+
+
+def test_the_stream_hint_names_events_a_javascript_program_can_see() -> None:
+    """A JavaScript program parses the provider's events itself: skyl's event names mean nothing there."""
+    said = translate(_lessons.STREAM.hint, "js")
+    assert "TextDelta" not in said and "ToolCallStart" not in said, said
+    assert "JSON.parse" in said and "input_json_delta" in said, said
+    assert "skyl.ToolCallDelta" in translate(_lessons.STREAM.hint, "go")
