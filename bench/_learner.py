@@ -5,6 +5,10 @@ pytest configuration (so the same plugins load).
 - `sandbox check 2` on a passing exercise, against 20 trivial tests;
 - `sandbox watch`: from saving an exercise to the last line of its re-grade, against the same floor;
 
+`sandbox check` runs pytest with only the sandbox's plugin (`GRADING_PLUGINS`); the floor autoloads
+every plugin the venv installs, as a bare `pytest` does. The row also gives the floor under the check's
+own plugin set, so both comparisons are in the table.
+
 Everything runs in a throwaway copy of `challenges/` (the reference solutions as the exercises, one
 mistake where the watch waits), with the project's pytest configuration beside it.
 """
@@ -72,10 +76,13 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def floor(where: Path, tests: Path) -> float:
+def floor(where: Path, tests: Path, *options: str) -> float:
+    """Seconds for `pytest -q -p no:cacheprovider [options] tests`: with no options, what a bare pytest
+    costs in this venv (every installed plugin autoloaded); with `GRADING_PLUGINS`, the same plugin set
+    `sandbox check` runs with, for a stricter comparison."""
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests.relative_to(where))],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(tests.relative_to(where))],
         cwd=where, env=_environment(), capture_output=True, check=False,
     )  # fmt: skip
     return time.perf_counter() - started

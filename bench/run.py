@@ -529,12 +529,15 @@ def row_learner(settings: Settings) -> list[Row]:
         shutil.copy(ROOT / "solutions" / "02_bounded_loop.py", challenges / "02_bounded_loop" / "exercise.py")
         count = _learner.count_tests(challenges, "02_bounded_loop")
         trivial = _learner.trivial(where, count)
-        floors, checks, last = [], [], ""
+        from sandbox.grading.judge._progress import GRADING_PLUGINS
+
+        floors, stricter, checks, last = [], [], [], ""
         for _ in range(rounds):
             floors.append(_learner.floor(where, trivial))
+            stricter.append(_learner.floor(where, trivial, *GRADING_PLUGINS))
             seconds, code, last = _learner.check(challenges, "2")
             checks.append(seconds)
-        base, wall = min(floors), min(checks)
+        base, wall, strict = min(floors), min(checks), min(stricter)
         rows = [
             Row(
                 f"sandbox check 2 ({count} tests, passing)",
@@ -543,7 +546,8 @@ def row_learner(settings: Settings) -> list[Row]:
                 "<= 1.5x",
                 wall / base <= 1.5 and code == 0,
                 f"{wall:.2f} s vs {base:.2f} s (median {statistics.median(checks):.2f} vs "
-                f"{statistics.median(floors):.2f}); last line: {last}",
+                f"{statistics.median(floors):.2f}); {wall / strict:.2f}x the floor with the check's own plugins "
+                f"only ({strict:.2f} s); last line: {last}",
             )
         ]
         mistake = ROOT / "tests" / "mutants" / "02_assistant_text" / "02_bounded_loop.py"

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
+from ..wire._sse import dumps
 from ..wire.openai_responses import parse_continuing, walk_answer
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id, normalise_items
@@ -269,14 +270,22 @@ class KeptState:
     # -- after the engine --------------------------------------------------------------------------
 
     def keep(
-        self, expanded: Expanded, wire: WireFormat, conversation: Conversation, turn: ModelTurn, owner: str = ""
+        self,
+        expanded: Expanded,
+        wire: WireFormat,
+        conversation: Conversation,
+        turn: ModelTurn,
+        owner: str = "",
+        response: Mapping[str, Any] | None = None,
     ) -> None:
         """Store what the answered turn added under the id of the response `turn` became, and give back
-        the claim of the turn it continued."""
+        the claim of the turn it continued. `response`: the answer's JSON object, when the caller has
+        encoded it already (a plain answer), so it is not encoded twice."""
         if not expanded.keep and expanded.conversation is None:
             self.release(expanded)
             return
-        response = wire.encode_response(turn, conversation)
+        if response is None:
+            response = wire.encode_response(turn, conversation)
         raw = conversation.raw
         claim = expanded.claim
         if wire.name == "anthropic":
@@ -367,4 +376,4 @@ def _stores(body: bytes) -> bool:
 
 
 def _dumps(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return dumps(data).encode("utf-8", "surrogatepass")  # json.dumps's compact text, its encoder made once

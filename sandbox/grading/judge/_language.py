@@ -85,6 +85,18 @@ _HINTS: dict[str, dict[str, str]] = {
         "js": "Send the failure back as the call's result, marked so the model can tell: "
         "toolResultMessage(call.id, `ERROR: ${error.message}`, true).",
     },
+    "Text arrives as TextDelta fragments; each call as ToolCallStart (id, name)": {
+        # Go's skyl has these very events (skyl.TextDelta, skyl.ToolCallStart, ...): only its names change.
+        "go": "Text arrives as skyl.TextDelta fragments; each call as skyl.ToolCallStart (ID, Name), then "
+        "skyl.ToolCallDelta fragments of its JSON arguments, keyed by event.Index. Join each call's fragments "
+        "and parse them once, after the stream ends. skyl.MessageEnd carries the "
+        "stop reason, usage, model and id: copy them from it, never guess them from the calls.",
+        # A JavaScript program reads the provider's own events: no skyl event names to point at.
+        "js": "Text arrives in delta events; each call as a start event (its id and name), then fragments of its "
+        "JSON arguments keyed by the event's index (Chat: delta.tool_calls[i].function.arguments; Anthropic: "
+        "input_json_delta). Join each call's fragments and JSON.parse them once, after the stream ends. The "
+        "last events carry the stop reason, usage, model and id: copy them, never guess them from the calls.",
+    },
     "a tool result's content must be a str (convert other values with str())": {
         "go": "The provider could not read the request. Check what you put in the messages: a tool result's "
         "content must be a string (fmt.Sprint or json.Marshal other values), its call id the call's own.",
