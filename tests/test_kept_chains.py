@@ -4,6 +4,7 @@ as the whole chain walked again would (`sandbox/_kept/_chain.py`)."""
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -57,11 +58,14 @@ def _calls_of(call: Callable[[], object]) -> int:
         if event in ("call", "c_call"):
             calls[0] += 1
 
+    gc.collect()  # no finalizer of another test's garbage may run (and count) during `call`
+    gc.disable()
     sys.setprofile(count)
     try:
         call()
     finally:
         sys.setprofile(None)
+        gc.enable()
     return calls[0]
 
 
