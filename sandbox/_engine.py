@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import clouds
 from ._catalogue import catalogue
@@ -141,9 +142,9 @@ class Engine:
                 if self.pinned is None and conversation.model not in self.scenarios:
                     raise clouds.not_found(cloud)
                 conversation = dataclasses.replace(conversation, cloud=cloud.cloud)
-            exchange = self._answer(method, path, body, wire, conversation, client, digest, expanded.resume)
+            exchange, response = self._answer(method, path, body, wire, conversation, client, digest, expanded.resume)
             if exchange.turn is not None and exchange.delivers_turn:
-                self.kept.keep(expanded, wire, conversation, exchange.turn, owner)
+                self.kept.keep(expanded, wire, conversation, exchange.turn, owner, response)
             else:
                 self.kept.release(expanded)
             return as_json_array(exchange) if array else exchange
@@ -219,7 +220,8 @@ class Engine:
         client: str,
         digest: str,
         resume: Resume | None = None,
-    ) -> Exchange:
+    ) -> tuple[Exchange, dict[str, Any] | None]:
+        """The answer to a parsed request, and its JSON object when it is a plain (not streamed) one."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         check_tools(wire, scenario, conversation)
         key = resume.key(path, scenario, conversation) if resume is not None else ()
@@ -251,12 +253,12 @@ class Engine:
             repeats = self._repeats.count(client, history)
             if repeats > self.budget:
                 raise repeat_error(wire, scenario, self.budget, repeats)
-        attempt = request_digest(method, path, body)  # a retry is the same request: faults count attempts by it
-        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, attempt)
+        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, (method, path, body))
         plain_stream_error = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
         if applied is not None and (applied.fault.is_error or plain_stream_error):
             raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
+        response: dict[str, Any] | None = None
         if conversation.stream:
             chunks = tuple(wire.encode_stream(turn, conversation))
             headers = {
@@ -265,7 +267,8 @@ class Engine:
                 **wire.answer_headers(digest, stream=True),
             }
         else:
-            chunks = (to_bytes(dumps(wire.encode_response(turn, conversation))),)
+            response = wire.encode_response(turn, conversation)
+            chunks = (to_bytes(dumps(response)),)
             headers = {
                 "content-type": wire.media_type,
                 **wire.request_headers(digest),
@@ -288,16 +291,24 @@ class Engine:
             turn=turn,
             fault=applied.fault if applied is not None else None,
             delivery=delivery,
-        )
+        ), response
 
     def _fault_for(
-        self, wire: WireFormat, scenario: Scenario, script_index: int, request: int, client: str, digest: str
+        self,
+        wire: WireFormat,
+        scenario: Scenario,
+        script_index: int,
+        request: int,
+        client: str,
+        attempt: tuple[str, str, bytes],
     ) -> Applied | None:
-        """The fault playing on this attempt of the conversation's `request`-th model request, if any."""
+        """The fault playing on this attempt of the conversation's `request`-th model request, if any.
+        `attempt` is the request (method, path, body): a retry is the same request, and faults count
+        attempts by its digest."""
         own = scenario.faults_at(script_index)
         if not own and not self.faults.faults:
-            return None  # the common case costs nothing: no attempt is counted
-        return self.faults.pick(wire.name, request, own, client, digest)
+            return None  # the common case costs nothing: no attempt is counted, no digest taken
+        return self.faults.pick(wire.name, request, own, client, request_digest(*attempt))
 
     def _scenario_for(self, wire: WireFormat, model: str) -> Scenario:
         scenario = self.scenarios.get(model)

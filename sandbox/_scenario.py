@@ -23,6 +23,7 @@ conversation so far, quoted and joined with "; "; `{last[0]}` is the first resul
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -295,6 +296,22 @@ _FORMATTER = _QuoteFormatter()
 def render_text(template: str, results: Sequence[str], last: Sequence[str]) -> str:
     if "{" not in template:
         return template
+    if len(template) + sum(map(len, results)) + sum(map(len, last)) <= _CACHED_CHARS:
+        return _render_cached(template, tuple(results), tuple(last))
+    return _render(template, results, last)
+
+
+_CACHED_CHARS = 4096
+"""Answers filled from this much text at most are remembered: a loop's every run fills its template
+with the same results, and a long quoted result is not worth holding."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _render_cached(template: str, results: tuple[str, ...], last: tuple[str, ...]) -> str:
+    return _render(template, results, last)
+
+
+def _render(template: str, results: Sequence[str], last: Sequence[str]) -> str:
     quoted = "; ".join(f'"{result}"' for result in results)
     try:
         return _FORMATTER.format(template, results=quoted, last=list(last))

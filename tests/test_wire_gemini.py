@@ -908,6 +908,22 @@ def test_parse_request_too_deep_has_clear_error() -> None:
         assert "Max recursion depth reached" in rejection(raw).message
 
 
+def test_parse_request_depth_limit_is_protobufs_100_levels_exactly() -> None:
+    """The object at level 100 converts; one level more is refused (the cheap pre-check that skips the
+    walk over every node must not move the boundary)."""
+
+    def nested(levels: int) -> bytes:  # root, contents, content, parts, part, functionResponse, response: 7
+        inner = b"[" * (levels - 7) + b"]" * (levels - 7)
+        return (
+            b'{"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"k": '
+            + inner
+            + b"}}}]}]}"
+        )
+
+    assert "Max recursion depth reached" not in rejection(nested(100)).message  # refused later, for pairing
+    assert "Max recursion depth reached" in rejection(nested(101)).message
+
+
 @settings(max_examples=100, deadline=None)
 @given(JSON)
 def test_decode_response_never_crashes(value: Any) -> None:

@@ -4,7 +4,9 @@ Responses `previous_response_id` (with `store`, on by default).
 May touch: the request bytes before the wire format parses them, and the answer after; never the
 script engine, which stays stateless (DESIGN.md). Before a request reaches the wire format, `expand`
 turns a continuation into the full request the client would otherwise have sent, history included,
-and after a successful answer `keep` stores what that turn added under the response's id.
+and after a successful answer `keep` stores what that turn added under the response's id. A
+Responses continuation whose chain left a snapshot (`_chain`) is walked from it (`parse`): only
+its own `input` is read, and the answer is the one the whole request would get.
 
 Whose state it is: the sandbox finds state only by an id it issued, and every response id is
 unique to its answer (the engine numbers its answers), so two senders of the same request never
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
+from ..wire._sse import dumps
 from ..wire.openai_responses import parse_continuing, walk_answer
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id, normalise_items
@@ -64,6 +67,8 @@ class Expanded:
     """A request as the engine sees it, and what to keep once it is answered."""
 
     body: bytes
+    """The request as the wire format reads it; empty for a stored response's continuation, whose
+    whole request is `whole` (spliced only if it is walked whole)."""
     keep: bool = False
     """Store the answered turn under the response's id (a thread turn, or `store` not false)."""
     claim: Claim | None = None
@@ -265,14 +270,22 @@ class KeptState:
     # -- after the engine --------------------------------------------------------------------------
 
     def keep(
-        self, expanded: Expanded, wire: WireFormat, conversation: Conversation, turn: ModelTurn, owner: str = ""
+        self,
+        expanded: Expanded,
+        wire: WireFormat,
+        conversation: Conversation,
+        turn: ModelTurn,
+        owner: str = "",
+        response: Mapping[str, Any] | None = None,
     ) -> None:
         """Store what the answered turn added under the id of the response `turn` became, and give back
-        the claim of the turn it continued."""
+        the claim of the turn it continued. `response`: the answer's JSON object, when the caller has
+        encoded it already (a plain answer), so it is not encoded twice."""
         if not expanded.keep and expanded.conversation is None:
             self.release(expanded)
             return
-        response = wire.encode_response(turn, conversation)
+        if response is None:
+            response = wire.encode_response(turn, conversation)
         raw = conversation.raw
         claim = expanded.claim
         if wire.name == "anthropic":
@@ -363,4 +376,4 @@ def _stores(body: bytes) -> bool:
 
 
 def _dumps(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return dumps(data).encode("utf-8", "surrogatepass")  # json.dumps's compact text, its encoder made once

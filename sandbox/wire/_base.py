@@ -40,21 +40,39 @@ CREATED_AT = 1767225600
 
 _ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+HEX = "0123456789abcdef"
 
 
 @functools.lru_cache(maxsize=4096)
 def stable_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
-    """A deterministic id body derived from `seed`, in the alphabet a provider uses."""
-    digest = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
+    """A deterministic id body derived from `seed`, in the alphabet a provider uses: the SHA-256 of the
+    seed read as a big-endian number, written in base `len(alphabet)` from its lowest digit up.
+
+    Most seeds are new (each answer's identity is in them), so the conversion runs per answer: two
+    digits at a time from a table (dividing by the base twice is dividing by its square), and the hex
+    alphabet straight from the hex digest, which holds those digits already."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    if alphabet == HEX:
+        return (digest.hex()[::-1] + "0" * max(0, length - 64))[:length]
+    number = int.from_bytes(digest, "big")
+    pairs = _pairs(alphabet)
+    square = len(pairs)
     chars = []
-    for _ in range(length):
-        digest, rem = divmod(digest, len(alphabet))
-        chars.append(alphabet[rem])
+    for _ in range(length // 2):
+        number, rem = divmod(number, square)
+        chars.append(pairs[rem])
+    if length % 2:
+        chars.append(alphabet[number % len(alphabet)])
     return "".join(chars)
 
 
+@functools.lru_cache(maxsize=8)
+def _pairs(alphabet: str) -> tuple[str, ...]:
+    """Every two-digit string in `alphabet`, lowest digit first, indexed by its value."""
+    return tuple(low + high for high in alphabet for low in alphabet)
+
+
 BASE58 = _BASE58
-HEX = "0123456789abcdef"
 
 
 class Rule(str, enum.Enum):

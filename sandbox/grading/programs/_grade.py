@@ -274,6 +274,7 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
         refuse=case.refuse,
         reasoning=case.reasoning,
+        faults=case.faults,
     )
     run = talk.run(
         session.command,
@@ -292,6 +293,10 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         talk.expect_answer(run, bound=5)
     elif case.expect == "refused":
         talk.expect_provider_error_reported(run)
+    elif case.expect == "retried":
+        talk.expect_retried_answer(run, bound=5)
+    elif case.expect == "exhausted":
+        talk.expect_retries_exhausted(run)
     else:
         report = talk.expect_gave_up(run, bound=5)
         if case.expect == "report":

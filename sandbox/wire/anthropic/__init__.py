@@ -15,31 +15,29 @@ echo rules).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..._types import Reasoning, Request, Response
-from .._base import (
-    BASE58,
-    Conversation,
-    EncodedRequest,
-    ModelTurn,
-    Rule,
-    StreamDecoder,
-    WireError,
-    WireFormat,
-    stable_token,
-)
+from ..._types import Reasoning
+from .._base import BASE58, Conversation, WireError, stable_token
+from .._bound import Bound, Jobs
 from . import _client, _encode, _parse, _reasoning
 
 __all__ = ["WIRE", "Anthropic"]
 
 
-class Anthropic(WireFormat):
+class Anthropic(Bound):
     """Anthropic Messages: `POST https://api.anthropic.com/v1/messages`."""
 
     name = _client.PROVIDER
     base_url = "https://api.anthropic.com"
     stream_media_type = "text/event-stream; charset=utf-8"  # [CAP C3]
+    jobs = Jobs(
+        encode_request=_client.encode_request,
+        decode_response=_client.decode_response,
+        stream_decoder=_client.MessagesStreamDecoder,
+        encode_response=_encode.encode_response,
+        encode_stream=_encode.encode_stream,
+        error=_encode.error,
+    )
 
     def request_headers(self, request_digest: str) -> dict[str, str]:
         """`request-id`, which the SDK reads into `message._request_id` and `exc.request_id` (reference A.5)."""
@@ -48,20 +46,8 @@ class Anthropic(WireFormat):
     def identified_error_body(self, error: WireError, request_digest: str) -> bytes:
         return _encode.identified_error_body(error, request_digest)
 
-    # -- client side -------------------------------------------------------------------------------
-
-    def encode_request(self, request: Request, *, stream: bool, api_key: str | None) -> EncodedRequest:
-        return _client.encode_request(request, stream=stream, api_key=api_key)
-
-    def decode_response(self, data: Any) -> Response:
-        return _client.decode_response(data)
-
-    def stream_decoder(self) -> StreamDecoder:
-        return _client.MessagesStreamDecoder()
-
-    # -- fake side ---------------------------------------------------------------------------------
-
     def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:
+        """The request as Anthropic reads it; the model and stream flag live in the body, not the path."""
         return _parse.parse_request(body)
 
     def call_id(self, seed: str) -> str:
@@ -76,25 +62,6 @@ class Anthropic(WireFormat):
         self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
     ) -> None:
         _reasoning.check_echo(conversation, index, expected, error=self.error)
-
-    def encode_response(self, turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
-        return _encode.encode_response(turn, conversation)
-
-    def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
-        return _encode.encode_stream(turn, conversation)
-
-    def error(
-        self,
-        status: int,
-        message: str,
-        *,
-        rule: Rule,
-        param: str | None = None,
-        code: str | None = None,
-        message_index: int | None = None,
-    ) -> WireError:
-        """Anthropic's envelope has no `param` or `code`; both are accepted and dropped."""
-        return _encode.error(status, message, rule=rule, param=param, code=code, message_index=message_index)
 
 
 WIRE = Anthropic()

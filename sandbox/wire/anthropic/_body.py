@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from ..._types import Tool
 from .._base import Rule
+from .._json import decode
 
 __all__ = ["Block", "Body", "Invalid", "WireMessage", "fail", "load_json"]
 
@@ -104,6 +105,9 @@ def _reject_constant(name: str) -> Any:
     raise _Constant(name)
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _not_json(reason: str, text: str, pos: int) -> NoReturn:
     line = text.count("\n", 0, pos) + 1
     column = pos - text.rfind("\n", 0, pos)
@@ -155,7 +159,7 @@ def load_json(body: bytes) -> Any:
         # [INF] orjson's own wording for an empty document.
         raise Invalid(f"{_NOT_JSON}: Input is a zero-length, empty document: line 1 column 1 (char 0)")
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = decode(text, _DECODER)
     except _Constant as error:
         _not_json("unexpected character", text, max(text.find(str(error)), 0))
     except json.JSONDecodeError as error:

@@ -133,6 +133,10 @@ _SERVER_TOOLS = frozenset(
 )  # every server tool type the SDK can send: accepted, not turned into neutral tools
 _CHOICE_TAGS = ("auto", "any", "tool", "none")
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+# Each union's tags as a set and as its error quotes them, made once: a request has many blocks.
+_BLOCK_TAG_SET, _BLOCK_TAGS_QUOTED = frozenset(_BLOCK_TAGS), _quoted(_BLOCK_TAGS)
+_RESULT_TAG_SET, _RESULT_TAGS_QUOTED = frozenset(_RESULT_TAGS), _quoted(_RESULT_TAGS)
+_CHOICE_TAG_SET, _CHOICE_TAGS_QUOTED = frozenset(_CHOICE_TAGS), _quoted(_CHOICE_TAGS)
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 
@@ -194,7 +198,7 @@ def _text_block(block: dict[str, Any], where: str) -> Block:
 
 def _block(value: Any, where: str) -> Block:
     block = _dict(value, where, _OBJECT)
-    tag = _tag(block, where, frozenset(_BLOCK_TAGS), _quoted(_BLOCK_TAGS))
+    tag = _tag(block, where, _BLOCK_TAG_SET, _BLOCK_TAGS_QUOTED)
     inner = f"{where}.{tag}"  # pydantic puts a tagged union's tag in the path: `content.0.tool_use.id`
     if tag == "text":
         return _text_block(block, inner)
@@ -231,7 +235,7 @@ def _tool_result(block: dict[str, Any], where: str) -> Block:
         for index, item in enumerate(_list(content, f"{where}.content")):
             inner = f"{where}.content.{index}"
             part = _dict(item, inner, _OBJECT)
-            if _tag(part, inner, frozenset(_RESULT_TAGS), _quoted(_RESULT_TAGS)) == "text":
+            if _tag(part, inner, _RESULT_TAG_SET, _RESULT_TAGS_QUOTED) == "text":
                 texts.append(_text_block(part, f"{inner}.text").text)
         text = "\n".join(texts)
     is_error = _bool(block["is_error"], f"{where}.is_error") if block.get("is_error") is not None else False
@@ -289,7 +293,7 @@ def _custom_tool(tool: dict[str, Any], where: str) -> Tool:
 
 def _tool_choice(value: Any) -> str:
     choice = _dict(value, "tool_choice", _OBJECT)  # e.g. OpenAI's "tool_choice": "auto"
-    tag = _tag(choice, "tool_choice", frozenset(_CHOICE_TAGS), _quoted(_CHOICE_TAGS))
+    tag = _tag(choice, "tool_choice", _CHOICE_TAG_SET, _CHOICE_TAGS_QUOTED)
     if choice.get("disable_parallel_tool_use") is not None:
         _bool(choice["disable_parallel_tool_use"], f"tool_choice.{tag}.disable_parallel_tool_use")
     if tag == "tool":

@@ -18,39 +18,35 @@ parts, thought signatures and their echo rule).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..._types import Reasoning, Request, Response
-from .._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat, stable_token
+from ..._types import Reasoning
+from .._base import Conversation, stable_token
+from .._bound import Bound, Jobs
 from . import _client, _encode, _parse, _reasoning
 
 __all__ = ["WIRE", "Gemini"]
 
 
-class Gemini(WireFormat):
+class Gemini(Bound):
     name = "gemini"
     base_url = "https://generativelanguage.googleapis.com"
     media_type = "application/json; charset=UTF-8"  # reference B.7, like its error bodies
     has_call_ids = False
     error_kind_key = "status"
+    jobs = Jobs(
+        encode_request=_client.encode_request,
+        decode_response=_client.decode_response,
+        stream_decoder=_client.GeminiStream,
+        encode_response=_encode.encode_response,
+        encode_stream=_encode.encode_stream,
+        error=_encode.error,
+    )
 
     def answer_headers(self, request_digest: str, *, stream: bool) -> dict[str, str]:
         return _encode.answer_headers(request_digest, stream=stream)
 
-    # -- client side ---------------------------------------------------------------------------
-
-    def encode_request(self, request: Request, *, stream: bool, api_key: str | None) -> EncodedRequest:
-        return _client.encode_request(request, stream=stream, api_key=api_key)
-
-    def decode_response(self, data: Any) -> Response:
-        return _client.decode_response(data)
-
-    def stream_decoder(self) -> StreamDecoder:
-        return _client.GeminiStream()
-
-    # -- fake side -----------------------------------------------------------------------------
-
     def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:
+        """The model and the stream flag come from the URL (`models/<model>:streamGenerateContent`)."""
         return _parse.parse_request(body, path_model=path_model, path_stream=path_stream)
 
     def call_id(self, seed: str) -> str:
@@ -66,30 +62,6 @@ class Gemini(WireFormat):
         self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
     ) -> None:
         _reasoning.check_echo(conversation, index, expected, error=self.error)
-
-    def encode_response(self, turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
-        return _encode.encode_response(turn, conversation)
-
-    def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
-        """One complete response per chunk: text in small fragments, then every call whole in the
-        final chunk (Gemini neither splits arguments nor spreads parallel calls over chunks, and
-        google-genai's chat keeps each chunk as its own history turn), `finishReason` on the last.
-        A thinking model's call chunk carries the signature and no `finishReason`; an empty text part
-        follows with it, the Gemini 3 shape."""
-        return _encode.encode_stream(turn, conversation)
-
-    def error(
-        self,
-        status: int,
-        message: str,
-        *,
-        rule: Rule,
-        param: str | None = None,
-        code: str | None = None,
-        message_index: int | None = None,
-    ) -> WireError:
-        """Google's envelope, pretty-printed as the real API sends it (see `_encode.error`)."""
-        return _encode.error(status, message, rule=rule, param=param, code=code, message_index=message_index)
 
 
 WIRE = Gemini()

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._json import decode
 from ._body import Rejection, WireContent, WirePart
 
 __all__ = [
@@ -75,7 +76,7 @@ def load_json(body: bytes) -> dict[str, Any]:
         return {}  # [INF] an empty body converts to an empty message; "contents is not specified" follows
     problem: str | None
     try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_int=_integer)
+        data = decode(text, _DECODER)
     except json.JSONDecodeError as exc:
         raise _json_failure(text, exc.pos, _JSON_MESSAGES.get(exc.msg, "Unexpected token.")) from None
     except _BareConstant:
@@ -83,7 +84,7 @@ def load_json(body: bytes) -> dict[str, Any]:
     except RecursionError:
         data, problem = None, "deep"  # deeper than Python's parser goes, so deeper than protobuf's limit
     else:
-        problem = _tree_problem(data)
+        problem = _tree_problem(data) if _may_have_problem(text) else None
     if problem == "deep":
         # [INF] protobuf stops at 100 levels; its exact text names the key, which we do not track.
         raise Rejection(f"{_INVALID_JSON} Message too deep. Max recursion depth reached.", field="")
@@ -118,6 +119,9 @@ def _reject_constant(name: str) -> Any:
     raise _BareConstant(name)  # NaN and Infinity are not JSON, and Google refuses them
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_integer)
+
+
 def _constant_position(text: str) -> int:
     """Where the first bare NaN/Infinity starts, outside any string."""
     in_string = escaped = False
@@ -145,6 +149,16 @@ def _json_failure(text: str, position: int, message: str) -> Rejection:
     return Rejection(f"{_INVALID_JSON} {message}\n{segment}\n{caret}", field="")
 
 
+def _may_have_problem(text: str) -> bool:
+    """Whether the walk of `_tree_problem` can find anything in the JSON `text`: a lone surrogate can
+    only come from a `\\uD800`-`\\uDFFF` escape (the text was strict UTF-8), and nesting past the limit
+    needs more than that many `{` and `[`. Most bodies have neither, and skip a walk of every node."""
+    return text.count("{") + text.count("[") > _MAX_DEPTH or _SURROGATE_ESCAPE.search(text) is not None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def _tree_problem(data: Any) -> str | None:
     """`deep` past protobuf's nesting limit, `surrogate` for a string that is not valid Unicode."""
     stack: list[tuple[Any, int]] = [(data, 1)]
@@ -169,9 +183,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def get_field(obj: Mapping[str, Any], name: str) -> tuple[str, Any]:
     """The value under the lowerCamel or snake_case spelling, and the key used; JSON null is unset."""
-    for key in (name, _snake(name)):
-        if obj.get(key) is not None:
-            return key, obj[key]
+    value = obj.get(name)
+    if value is not None:
+        return name, value
+    snake = _snake(name)
+    value = obj.get(snake)
+    if value is not None:
+        return snake, value
     return name, None
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from .._base import Rule
+from .._json import decode
 
 __all__ = ["NOT_JSON", "Rejection", "check_request", "load_body"]
 
@@ -71,7 +72,7 @@ class Rejection(Exception):
 def load_body(body: bytes) -> dict[str, Any]:
     """The body as a JSON object, or OpenAI's "could not parse" rejection."""
     try:
-        data = json.loads(body, parse_constant=_no_constant)
+        data = decode(body, _DECODER)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise Rejection(NOT_JSON) from None
     if not isinstance(data, dict):
@@ -371,3 +372,6 @@ def _expect(value: Any, path: str, *kinds: type, expected: str | None = None) ->
 def _no_constant(name: str) -> NoReturn:
     """NaN and Infinity are not JSON, though Python's parser accepts them."""
     raise ValueError(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)

@@ -15,10 +15,10 @@ response object and its event stream), `_reasoning` (reasoning items and their e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..._types import Reasoning, Request, Response
-from .._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat, stable_token
+from ..._types import Reasoning
+from .._base import Conversation, stable_token
+from .._bound import Bound, Jobs
 from .._openai import openai_request_headers
 from . import _client, _encode, _parse, _reasoning
 from ._chain import Walked, walk_answer
@@ -28,37 +28,30 @@ from ._validate import wire_error
 __all__ = ["WIRE", "OpenAIResponses", "Walked", "parse_continuing", "walk_answer"]
 
 
-class OpenAIResponses(WireFormat):
+class OpenAIResponses(Bound):
     """`provider="openai-responses"`: OpenAI's Responses API."""
 
     name = _client.PROVIDER
     base_url = "https://api.openai.com/v1"
     stream_media_type = "text/event-stream; charset=utf-8"
+    jobs = Jobs(
+        encode_request=_client.encode_request,
+        decode_response=_client.decode_response,
+        stream_decoder=_client.ResponsesStreamDecoder,
+        encode_response=_encode.encode_response,
+        encode_stream=_encode.encode_stream,
+        error=wire_error,
+    )
 
     def request_headers(self, request_digest: str) -> dict[str, str]:
         return openai_request_headers(request_digest)
 
-    # -- client side -------------------------------------------------------------------------
-
-    def encode_request(self, request: Request, *, stream: bool, api_key: str | None) -> EncodedRequest:
-        return _client.encode_request(request, stream=stream, api_key=api_key)
-
-    def decode_response(self, data: Any) -> Response:
-        return _client.decode_response(data)
-
-    def stream_decoder(self) -> StreamDecoder:
-        return _client.ResponsesStreamDecoder()
-
-    # -- fake side -----------------------------------------------------------------------------
-
     def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:
+        """The request as OpenAI reads it; the model and stream flag live in the body, not the path."""
         return _parse.parse_request(body)
 
     def call_id(self, seed: str) -> str:
         return "call_" + stable_token(seed, 24)
-
-    def encode_response(self, turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
-        return _encode.encode_response(turn, conversation)
 
     def reasoning_parts(
         self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool
@@ -69,22 +62,6 @@ class OpenAIResponses(WireFormat):
         self, conversation: Conversation, index: int, expected: Sequence[Reasoning], *, last: bool
     ) -> None:
         _reasoning.check_echo(conversation, index, expected)
-
-    def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
-        """created, in_progress, each item's events, then the terminal event holding the full response."""
-        return _encode.encode_stream(turn, conversation)
-
-    def error(
-        self,
-        status: int,
-        message: str,
-        *,
-        rule: Rule,
-        param: str | None = None,
-        code: str | None = None,
-        message_index: int | None = None,
-    ) -> WireError:
-        return wire_error(status, message, rule=rule, param=param, code=code, message_index=message_index)
 
 
 WIRE = OpenAIResponses()

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from ..._types import Role, Tool
 from .._base import Rule, WireError
+from .._json import decode
 from .._openai import openai_error
 
 __all__ = [
@@ -147,12 +148,16 @@ def fail(
     raise wire_error(status, message, rule=rule, param=param, code=code, message_index=index)
 
 
-def load_json(body: bytes) -> Any:
-    def reject_constant(name: str) -> Any:
-        raise ValueError(name)  # NaN and Infinity are not JSON
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity are not JSON
 
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def load_json(body: bytes) -> Any:
     try:
-        return json.loads(body, parse_constant=reject_constant)
+        return decode(body, _DECODER)
     except (ValueError, RecursionError):
         fail(NON_JSON_MESSAGE)
 
