@@ -4,7 +4,8 @@
   the store's bound (64 MiB): the bound is real memory, not a count of JSON never kept (the store
   once held parsed objects: +575 MB);
 - continuation cost: a `previous_response_id` chain, the time of one continuation at depth 500
-  against depth 10 (what a continuation costs in proportion to the chain).
+  against depth 10 (what a continuation costs in proportion to the chain); the same for an
+  Anthropic message thread (`thread: continue`).
 
 Each runs in a fresh process, in process (no sockets).
 """
@@ -73,6 +74,30 @@ def chain_child(depth: int) -> None:
     print(json.dumps({"median_ms": statistics.median(times[-20:]) * 1000}))
 
 
+def thread_child(depth: int) -> None:
+    """Prints the median time of the last 20 continuations of an Anthropic thread `depth` turns long."""
+    import sandbox
+
+    engine = sandbox.Engine(budget=depth + 10)
+    tools = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+    body = {"model": "runaway", "max_tokens": 64, "tools": tools, "messages": [{"role": "user", "content": "Weather?"}]}
+    create = json.dumps({**body, "thread": {"type": "create"}}).encode()
+    answer = json.loads(engine.handle("POST", "/v1/messages", create).body)
+    times = []
+    for _ in range(depth):
+        call = next(block for block in answer["content"] if block["type"] == "tool_use")
+        result = {"type": "tool_result", "tool_use_id": call["id"], "content": "18C"}
+        thread = {"type": "continue", "previous_message_id": answer["id"]}
+        messages = [{"role": "user", "content": [result]}]
+        request = {"model": "runaway", "max_tokens": 64, "messages": messages, "thread": thread}
+        started = time.perf_counter()
+        exchange = engine.handle("POST", "/v1/messages", json.dumps(request).encode())
+        times.append(time.perf_counter() - started)
+        assert exchange.status == 200, exchange.body[:300]
+        answer = json.loads(exchange.body)
+    print(json.dumps({"median_ms": statistics.median(times[-20:]) * 1000}))
+
+
 def _child(*args: str) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, str(HERE / "_kept.py"), *args], capture_output=True, text=True, check=False, timeout=900
@@ -103,9 +128,18 @@ def chain_row(quick: bool) -> tuple[float, str]:
     return long / short, f"{short:.2f} ms at depth 10-30, {long:.1f} ms at depth 480-500 (median of 20)"
 
 
+def thread_row(quick: bool) -> tuple[float, str]:
+    """(thread continuation time at depth 500 / at depth 10-30, what was measured)."""
+    short = _child("thread", "30")["median_ms"]
+    long = _child("thread", "500")["median_ms"]
+    return long / short, f"{short:.2f} ms at depth 10-30, {long:.1f} ms at depth 480-500 (median of 20)"
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent))
     if sys.argv[1] == "memory":
         memory_child(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+    elif sys.argv[1] == "thread":
+        thread_child(int(sys.argv[2]))
     else:
         chain_child(int(sys.argv[2]))

@@ -750,11 +750,14 @@ def row_kept(settings: Settings) -> list[Row]:
 
     memory, measured = _kept.memory_row(settings.quick)
     cost, timed = _kept.chain_row(settings.quick)
+    thread, thread_timed = _kept.thread_row(settings.quick)
     return [
         Row("kept state: RSS growth for stored responses past the bound", memory, "the store's bound", "<= 1.5",
             memory <= 1.5, measured),
         Row("kept state: one previous_response_id continuation at depth 500", cost, "the same at depth 10-30",
             "<= 2 (cost of what is new)", cost <= 2, timed),
+        Row("kept state: one Anthropic thread continuation at depth 500", thread, "the same at depth 10-30",
+            "<= 2 (cost of what is new)", thread <= 2, thread_timed),
     ]  # fmt: skip
 
 

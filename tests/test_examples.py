@@ -23,12 +23,17 @@ from sandbox._scaffold import GO_SOURCES, init_go
 from sandbox.cli import main
 from sandbox.grading.judge._language import detect_language
 from sandbox.grading.judge._lessons import END, REPORT, STREAM, Lesson, lesson_for
+from sandbox.grading.judge._retries import GIVE_UP, NO_REPEAT, RETRY
 from sandbox.grading.programs._program_cases import CASES
+from sandbox.grading.programs._program_lessons import PROVIDER_STOPS
 from sandbox.wire import PROVIDERS, Rule
 
 ROOT = Path(__file__).resolve().parent.parent
 GO_MODULE = ROOT / "examples" / "go"
 JS_LOOP = ROOT / "examples" / "js" / "loop.mjs"
+JS_BACKOFF = "const wait = error.retryAfter"
+TURN_TWICE = "if (req.messages.length > 1) req.messages.push(...req.messages.slice(-2));\n      " + JS_BACKOFF
+"""Before each retry, the last turn and its result are appended a second time."""
 MISTAKES = ("assistant_text", "unbounded", "no_sequence", "stop_reason", "last_fragment", "drop_reasoning")
 ALL_CASES = sum(len(cases) for cases in CASES.values())
 
@@ -242,7 +247,8 @@ def test_a_room_of_go_submissions_gets_one_honest_report_each(
     assert all(
         names_rule(test["output"], lesson_for(Rule.RESULT_WITHOUT_TURN))
         for test in bob["tests"]
-        if test["status"] == "failed" and "single_call" in test["name"]
+        # 10's single_call cases start with a 503, which bob's loop (the lesson's, without retries) never retries.
+        if test["status"] == "failed" and "single_call" in test["name"] and not test["name"].startswith("10_")
     )
     assert bob["extra_data"]["challenges"]["02_bounded_loop"]["status"] == "failing"
     assert carol_report["score"] == 0 and len(carol_report["tests"]) == ALL_CASES
@@ -273,24 +279,80 @@ def node() -> str:
     return found
 
 
-@pytest.mark.parametrize(("challenges", "wire"), [(None, "anthropic"), ("5", "openai"), ("3", "openai")])
+@pytest.mark.parametrize(
+    ("challenges", "wire"),
+    [(None, "gemini"), ("5", "openai-responses"), ("9", "openai-responses"), ("3", "openai"), ("10", "anthropic")],
+)
 def test_the_javascript_reference_passes(
     node: str, capsys: pytest.CaptureFixture[str], challenges: str | None, wire: str
 ) -> None:
+    """It speaks all four formats, plain and streamed: every challenge on Gemini, and the ones each
+    other format adds something to (Responses' reasoning items, Anthropic's retry hints)."""
     chosen = [challenges] if challenges else []
     status, out = grade(capsys, *chosen, "--wire", wire, "--", node, str(JS_LOOP))
     assert status == 0, out
     assert re.search(r"Progress \[#+\] (\d+)/\1 challenges passed", out), out
 
 
-def test_a_program_that_speaks_fewer_formats_is_told_to_use_wire(node: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """The JavaScript loop speaks OpenAI Chat and Anthropic: graded on all four, the first thing it is
-    told is which formats it did not speak and the command that grades the others."""
-    status, out = grade(capsys, "1", "--", node, str(JS_LOOP))
+def test_a_program_that_speaks_fewer_formats_is_told_to_use_wire(
+    node: str, capsys: pytest.CaptureFixture[str], readable_tmp: Path
+) -> None:
+    """A JavaScript loop that speaks OpenAI Chat and Anthropic only: graded on all four, the first thing
+    it is told is which formats it did not speak and the command that grades the others."""
+    fewer = readable_tmp / "two_formats.mjs"
+    source = JS_LOOP.read_text()
+    speaks = 'const wires = { openai, "openai-responses": responses, anthropic, gemini };'
+    assert speaks in source
+    fewer.write_text(source.replace(speaks, "const wires = { openai, anthropic };"))
+    status, out = grade(capsys, "1", "--", node, str(fewer))
     assert status == 1
     first_screen = out.split("======== FAILED", 1)[0]
     assert "did not speak openai-responses, gemini" in flat(first_screen), first_screen
-    assert f"sandbox grade 1 --wire openai,anthropic -- {node} {JS_LOOP}" in first_screen, first_screen
+    assert f"sandbox grade 1 --wire openai,anthropic -- {node} {fewer}" in first_screen, first_screen
+
+
+JS_WAIT = "await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 30_000)));"
+JS_GIVE_UP = (
+    "`gave up after ${attempt} attempts: the provider kept answering ${error.status} (${error.type}): ` +\n"
+    "            `${error.message}; check the provider's status page and your rate limits`,"
+)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "find", "replace", "failing", "lesson"),
+    [
+        ("no_retry", "const MAX_ATTEMPTS = 3;", "const MAX_ATTEMPTS = 1;", "retries_a_503[", RETRY),
+        ("ignores_hint", JS_WAIT, "", "retries_a_rate_limit_and_an_overload[", RETRY),
+        ("retries_400", " || !RETRYABLE.has(error.status)", "", "never_retries_a_400[", None),
+        ("vague_give_up", JS_GIVE_UP, '"the model request failed",', "gives_up_with_an_error", GIVE_UP),
+        ("turn_twice", JS_BACKOFF, TURN_TWICE, "retries_a_rate_limit_and_an_overload[", NO_REPEAT),
+    ],
+    ids=lambda value: value if isinstance(value, str) and value.isidentifier() else "",
+)
+def test_a_javascript_retry_mistake_fails_with_its_rule_named(
+    node: str,
+    capsys: pytest.CaptureFixture[str],
+    readable_tmp: Path,
+    tmp_path: Path,
+    mistake: str,
+    find: str,
+    replace: str,
+    failing: str,
+    lesson: Lesson | None,
+) -> None:
+    """Challenge 10's mistakes, each made in the reference loop, caught through `sandbox grade` with the
+    rule named in the case that shows it."""
+    source = JS_LOOP.read_text()
+    assert find in source, find
+    program = readable_tmp / f"{mistake}.mjs"
+    program.write_text(source.replace(find, replace))
+    report = tmp_path / "results.json"
+    status, _ = grade(capsys, "10", "--wire", "openai-responses", "--report", str(report), "--", node, str(program))
+    assert status == 1
+    tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
+    caught = [test for name, test in tests.items() if failing in name]
+    assert caught and all(test["status"] == "failed" for test in caught), sorted(tests)
+    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS, "js"), caught[0]["output"]
 
 
 def test_the_javascript_feedback_names_the_javascript_api(
@@ -310,11 +372,11 @@ def test_the_javascript_feedback_names_the_javascript_api(
 
 
 def test_the_readme_counts_the_cases_the_walkthroughs_grade() -> None:
-    """The Go walkthrough's full grade runs every case on all four formats, the JavaScript one on two."""
+    """The walkthroughs' full grades run every case on all four formats."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     go_line = next(
         line for line in readme.splitlines() if line.startswith("sandbox grade -- ./loop") and " cases:" in line
     )
-    js_line = next(line for line in readme.splitlines() if "-- node examples/js/loop.mjs    #" in line)
+    js_line = next(line for line in readme.splitlines() if "-- node examples/js/loop.mjs   #" in line)
     assert f"# {len(PROVIDERS) * ALL_CASES} cases" in go_line, go_line
-    assert f"# {2 * ALL_CASES} cases" in js_line, js_line
+    assert f"# {len(PROVIDERS) * ALL_CASES} cases" in js_line, js_line

@@ -18,7 +18,7 @@ from sandbox.grading.judge import _lessons
 from sandbox.grading.judge._checks import EXPECT_ERROR, check_history
 from sandbox.grading.judge._language import translate
 from sandbox.grading.judge._lessons import Lesson
-from sandbox.grading.programs import _program_dialogue
+from sandbox.grading.programs import _program_lessons
 
 PYTHON_ONLY = re.compile(
     r"asyncio|gather\(|\bf'|\bf\"|try/except|\bexcept\b|is_error=True|\bdict\b|StopReason\.[A-Z_]{3,}|json\.loads|"
@@ -31,10 +31,7 @@ PROGRAM_LESSONS: dict[str, Lesson] = {
     "fallback": _lessons._FALLBACK,
     **{f"diagnosis: {kind}": lesson for kind, lesson in _lessons._DIAGNOSED.items()},
     **{name: getattr(_lessons, name) for name in ("APPEND", "ORDER", "STREAM", "END", "BOUND", "REPORT")},
-    **{
-        name: getattr(_program_dialogue, name)
-        for name in ("RUN_CONCURRENTLY", "STREAM_EVERY_REQUEST", "TOOL_FAILED_GOES_BACK", "PROVIDER_STOPS")
-    },
+    **{name: getattr(_program_lessons, name) for name in _program_lessons.__all__},
 }
 """Every lesson a program's failure can carry: what `Verdicts` attaches (a provider's rejection, a
 diagnosis of the conversation, call order, appending) and what `ProgramDialogue` attaches."""

@@ -24,6 +24,7 @@ from sandbox import get_scenario, skyl
 from sandbox.cli import main
 from sandbox.grading.boundary._endpoint import Endpoint
 from sandbox.grading.judge._lessons import CONCURRENT, REPORT, STREAM, TOOL_FAILED, Lesson, lesson_for
+from sandbox.grading.judge._retries import GIVE_UP, NO_REPEAT, RETRY
 from sandbox.grading.programs._program_cases import CASES
 from sandbox.grading.programs._program_dialogue import PROVIDER_STOPS, ProgramDialogue
 from sandbox.grading.programs._sent import read_sent
@@ -195,6 +196,43 @@ def test_a_mistake_fails_with_its_rule_named(
     assert "failing" in out
 
 
+@pytest.mark.parametrize(
+    ("mistake", "wire", "failing", "says", "lesson"),
+    [
+        ("no_retry", "openai", "retries_a_503[", "after a 503 (server error) on its first attempt", RETRY),
+        ("retries_only_429", "anthropic", "retries_a_rate_limit_and_an_overload[", "after a 529 (overload)", RETRY),
+        ("retries_400", "openai", "never_retries_a_400[", "refused request 2, and your program sent 2 more", None),
+        ("ignores_hint", "anthropic", "retries_a_rate_limit_and_an_overload[", "again before the 30 ms", RETRY),
+        ("unbounded_retries", "openai", "gives_up_with_an_error_that_says_why[", "sent one request 10 times", GIVE_UP),
+        ("vague_give_up", "anthropic", "gives_up_with_an_error_that_says_why[", "- the number of attempts", GIVE_UP),
+        ("turn_twice", "anthropic", "retries_a_rate_limit_and_an_overload[", "carried 2 more message(s)", NO_REPEAT),
+        ("reruns_tools", "openai", "retries_a_rate_limit_and_an_overload[", "ran find_restaurant(", NO_REPEAT),
+        ("keeps_half_turn", "anthropic", "discards_a_stream_cut_before_its_end[", "connection that broke", NO_REPEAT),
+    ],
+    ids=lambda value: value if isinstance(value, str) and " " not in value and "[" not in value else "",
+)
+def test_a_retry_mistake_fails_with_its_rule_named(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    mistake: str,
+    wire: str,
+    failing: str,
+    says: str,
+    lesson: Lesson | None,
+) -> None:
+    """Challenge 10 through `sandbox grade`: the provider fails as scripted, and each mistake of the
+    program's retries is caught in the case that shows it, with the rule named."""
+    report = tmp_path / "results.json"
+    status, out = grade(capsys, "10", "--wire", wire, "--report", str(report), "--", *LOOP, "--mistake", mistake)
+    assert status == 1
+    tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
+    caught = [test for name, test in tests.items() if failing in name]
+    assert caught and all(test["status"] == "failed" for test in caught), sorted(tests)
+    assert says in caught[0]["output"], caught[0]["output"]
+    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS), caught[0]["output"]
+    assert tests[f"10_retry_without_repeating: is_still_bounded[runaway-{wire}]"]["status"] == "passed"
+
+
 def test_only_the_generated_scenarios_catch_a_loop_that_answers_three_calls_a_turn(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -287,6 +325,27 @@ def test_a_program_that_cannot_start_gets_an_honest_report(capsys: pytest.Captur
     assert all("could not be started" in test["output"] for test in results["tests"])
 
 
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="only a grader running as root changes user")
+def test_a_program_its_user_cannot_reach_is_told_which_folder_and_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Graded as root, a program runs as nobody: a binary in a 0700 folder (mkdtemp's) cannot be started,
+    and the failure names the folder, its mode and the fix, not only "Permission denied"."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-private-"))
+    try:
+        program = folder / "loop"
+        program.write_text("#!/bin/sh\nexit 0\n")
+        program.chmod(0o755)
+        status, out = grade(capsys, "2", "--wire", "openai", "--", str(program))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert status == 1
+    said = " ".join(out.split())
+    assert "The program could not be started: Permission denied" in said, out
+    assert f"the folder {folder} (mode 0700, owned by root) does not let it in" in said, out
+    assert "`chmod a+rX` the program and its folder" in said and "--grade-as USER" in said, out
+
+
 def test_a_build_that_fails_fails_every_case_with_its_output(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -363,9 +422,9 @@ def test_a_challenge_without_program_cases_says_which_have_them(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     root = tmp_path / "challenges"
-    (root / "10_new_topic").mkdir(parents=True)
-    (root / "hints.toml").write_text('[[challenge]]\nname = "10_new_topic"\ntitle = "New"\n')
-    assert main(["grade", "10", "--dir", str(root), "--", "x"]) == 2
+    (root / "11_new_topic").mkdir(parents=True)
+    (root / "hints.toml").write_text('[[challenge]]\nname = "11_new_topic"\ntitle = "New"\n')
+    assert main(["grade", "11", "--dir", str(root), "--", "x"]) == 2
     err = capsys.readouterr().err
-    assert "10_new_topic grades Python code only so far. A program is graded on:" in err
-    assert "- 9: 09_keep_the_whole_turn" in err
+    assert "11_new_topic grades Python code only so far. A program is graded on:" in err
+    assert "- 9: 09_keep_the_whole_turn" in err and "- 10: 10_retry_without_repeating" in err

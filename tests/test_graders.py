@@ -557,14 +557,13 @@ MUTANTS: dict[str, Mutant] = {
     "10_retries_400": Mutant(
         (caught("test_never_retries_a_400[*]", says=r"the provider refused request 2, and complete\(\) sent \d more"),)
     ),
-    # An immediate retry is refused only while the 30 ms hint runs: on a stalled machine it can come later.
+    # An immediate retry is judged on its arrival, against a hint held from when its error was made, three
+    # times a test: the machine would have to stall this loop past 30 ms at each of them to let it through.
     "10_ignores_hint": Mutant(
         (
             caught(
                 "test_retries_a_rate_limit_and_an_overload[*]",
                 says=r"again before the 30 ms the provider asked for.*" + RETRY,
-                gap="an immediate retry delayed past the 30 ms hint by the scheduler is not caught",
-                flaky=True,
             ),
         )
     ),
@@ -585,14 +584,14 @@ MUTANTS: dict[str, Mutant] = {
         (
             caught(
                 "test_retries_a_rate_limit_and_an_overload[*]",
-                says=r"ran \w+\(.*\) 2 times, but the model asked for it 1 time.*" + NO_REPEAT,
+                says=r"ran \w+\(.*\) \d times, but the model asked for it 1 time.*" + NO_REPEAT,
             ),
         )
     ),
     "10_keeps_half_turn": Mutant(
         (
             caught(
-                *(f"{CUT}[stream-{provider}]" for provider in ("openai", "openai-responses", "anthropic")),
+                f"{CUT}[stream-*]",
                 says=r"returned after a connection that broke .*" + NO_REPEAT,
             ),
         )

@@ -4,7 +4,9 @@ Responses `previous_response_id` (with `store`, on by default).
 May touch: the request bytes before the wire format parses them, and the answer after; never the
 script engine, which stays stateless (DESIGN.md). Before a request reaches the wire format, `expand`
 turns a continuation into the full request the client would otherwise have sent, history included,
-and after a successful answer `keep` stores what that turn added under the response's id.
+and after a successful answer `keep` stores what that turn added under the response's id. A
+Responses continuation whose chain left a snapshot (`_chain`) is walked from it (`parse`): only
+its own `input` is read, and the answer is the one the whole request would get.
 
 Whose state it is: the sandbox finds state only by an id it issued, and every response id is
 unique to its answer (the engine numbers its answers), so two senders of the same request never
@@ -65,6 +67,8 @@ class Expanded:
     """A request as the engine sees it, and what to keep once it is answered."""
 
     body: bytes
+    """The request as the wire format reads it; empty for a stored response's continuation, whose
+    whole request is `whole` (spliced only if it is walked whole)."""
     keep: bool = False
     """Store the answered turn under the response's id (a thread turn, or `store` not false)."""
     claim: Claim | None = None

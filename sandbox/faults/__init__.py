@@ -15,7 +15,7 @@ from __future__ import annotations
 from ._apply import FaultError, fault_error, shape
 from ._delivery import Delivery
 from ._hints import read_hint
-from ._plan import Applied, FaultPlan
+from ._plan import Applied, FaultPlan, arrived_at
 from ._spec import KINDS, Fault, FaultKind, fault_from_dict, parse_faults
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "FaultPlan",
     "fault_error",
     "fault_from_dict",
+    "arrived_at",
     "parse_faults",
     "read_hint",
     "shape",

@@ -10,6 +10,10 @@ re-running a suite against one `sandbox serve` plays its faults again.
 
 The sender is the door's caller key (thread and task in process), or for an HTTP door the client's
 address without its port: a client whose connection was cut retries on a new connection.
+
+A door that knows when a request arrived says so (`arrived_at`): the hint is then judged on arrival,
+as the real API judges it, rather than after the sandbox has read and checked the request, which on a
+busy machine can take longer than a hint of tens of milliseconds and let an immediate retry through.
 """
 
 from __future__ import annotations
@@ -18,14 +22,30 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .._exceptions import ScenarioError
 from ._spec import Fault
 from ._statuses import sends_hint
 
-__all__ = ["Applied", "FaultPlan"]
+__all__ = ["Applied", "FaultPlan", "arrived_at"]
+
+_ARRIVED: ContextVar[float | None] = ContextVar("sandbox_request_arrived", default=None)
+
+
+@contextmanager
+def arrived_at(moment: float) -> Iterator[None]:
+    """The request being answered inside arrived at `moment` (`time.monotonic()`): retry hints are
+    judged from then."""
+    token = _ARRIVED.set(moment)
+    try:
+        yield
+    finally:
+        _ARRIVED.reset(token)
+
 
 _HTTP_CLIENT = re.compile(r"^(?P<host>\[?[0-9A-Fa-f:.]+\]?):\d+$")
 
@@ -79,11 +99,14 @@ class FaultPlan:
             return None
         key = f"{_sender(client)}\0{digest}"
         now = time.monotonic()
+        # A hint holds from when its error was made (the client sees it later still) to when the retry
+        # arrived: a loop that waited the hint is never early, one that did not is judged at its word.
+        arrived = _ARRIVED.get() or now
         with self._lock:
             seen, last, held = self._seen.pop(key, (0, now, None))
             if seen and now - last > self._window:
                 seen, held = 0, None
-            if held is not None and now < held.until:
+            if held is not None and arrived < held.until:
                 self._keep(key, (seen, now, held))
                 return Applied(held.fault, seen, early=True)
             seen += 1

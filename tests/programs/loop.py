@@ -1,27 +1,42 @@
 """The lesson's tool loop as a program, standard library only: what `sandbox grade` runs in the tests.
 
-It speaks OpenAI Chat and Anthropic, streaming or not, through the contract's environment, and runs
-each turn's calls on threads. `--mistake NAME` makes one of the lesson's mistakes, so the tests can
-check that each one fails with its rule named.
+It speaks OpenAI Chat and Anthropic, streaming or not, through the contract's environment, runs
+each turn's calls on threads, and retries a 429, 503, 529 or a broken answer after the provider's
+hint (challenge 10). `--mistake NAME` makes one of the lesson's mistakes, so the tests can check that
+each one fails with its rule named.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 MAX_TOOL_ROUNDS = 5
+MAX_ATTEMPTS = 3
+RETRYABLE = {0, 429, 503, 529}
+"""0: the connection broke before the answer was whole."""
 BASE = os.environ["SANDBOX_BASE_URL"]
 WIRE = os.environ["SANDBOX_WIRE"]
 MISTAKE = sys.argv[sys.argv.index("--mistake") + 1] if "--mistake" in sys.argv else ""
 """unbounded, assistant_text, no_sequence, no_stream, sequential, tool_error_exits, caps_calls_at_three,
-swallows_provider_errors, sequential_once (with --marker PATH)."""
+swallows_provider_errors, sequential_once (with --marker PATH); challenge 10's: no_retry, retries_only_429,
+retries_400, ignores_hint, unbounded_retries, vague_give_up, turn_twice, reruns_tools, keeps_half_turn."""
 STREAM = os.environ["SANDBOX_STREAM"] == "1" and MISTAKE != "no_stream"
+
+
+class Broken(Exception):
+    """The provider answered with an error status, or the answer broke before its end (status 0)."""
+
+    def __init__(self, status: int, raw: bytes, hint: float | None, partial: bytes = b"") -> None:
+        super().__init__(f"{WIRE} {status or 'connection broke'}: {raw.decode(errors='replace')[:300]}")
+        self.status, self.raw, self.hint, self.partial = status, raw, hint, partial
 
 
 def post(url: str, body: Any) -> tuple[int, bytes]:
@@ -30,7 +45,53 @@ def post(url: str, body: Any) -> tuple[int, bytes]:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, error.read()
+        raw = error.read()
+        raise Broken(error.code, raw, hint(error.headers, raw)) from None
+    except http.client.IncompleteRead as cut:
+        raise Broken(0, b"the answer broke before its end", None, cut.partial) from None
+    except (OSError, http.client.HTTPException) as cut:
+        raise Broken(0, str(cut).encode(), None) from None
+
+
+def hint(headers: Any, raw: bytes) -> float | None:
+    """The provider's retry hint: retry-after-ms, retry-after (seconds), or Gemini's RetryInfo retryDelay."""
+    if headers.get("retry-after-ms"):
+        return float(headers["retry-after-ms"]) / 1000
+    if headers.get("retry-after"):
+        return float(headers["retry-after"])
+    try:
+        details = json.loads(raw)["error"].get("details", [])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    delays = [d["retryDelay"] for d in details if isinstance(d, dict) and "retryDelay" in d]
+    return float(delays[0].rstrip("s")) if delays else None
+
+
+def ask(url: str, body: Any) -> tuple[int, bytes]:
+    """One model request, tried up to MAX_ATTEMPTS times after the provider's hint; a 400 is never retried."""
+    single = MISTAKE in ("no_retry", "turn_twice", "reruns_tools")  # the last two retry the whole round instead
+    attempts = 10 if MISTAKE == "unbounded_retries" else 1 if single else MAX_ATTEMPTS
+    retryable = {429} if MISTAKE == "retries_only_429" else RETRYABLE
+    for attempt in range(1, attempts + 1):
+        try:
+            return post(url, body)
+        except Broken as error:
+            if MISTAKE == "keeps_half_turn" and error.partial:
+                return 200, error.partial  # the mistake: what arrived, taken as the whole turn
+            if error.status not in retryable and MISTAKE != "retries_400":
+                raise
+            if attempt == attempts:
+                if MISTAKE in ("turn_twice", "reruns_tools"):
+                    raise  # they retry the whole round (`next_turn`)
+                if MISTAKE == "vague_give_up":
+                    raise SystemExit("the model request failed") from None
+                raise SystemExit(
+                    f"gave up after {attempt} attempts: the provider kept answering {error.status}: {error}; "
+                    "check the provider's status page and your rate limits"
+                ) from None
+            if MISTAKE != "ignores_hint":
+                time.sleep(error.hint if error.hint is not None else 0.05 * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")
 
 
 def run(call: dict[str, Any]) -> tuple[str, bool]:
@@ -45,11 +106,23 @@ def run(call: dict[str, Any]) -> tuple[str, bool]:
 
 
 def events(raw: bytes) -> list[Any]:
-    return [
-        json.loads(line[5:])
-        for line in raw.decode().splitlines()
-        if line.startswith("data:") and line[5:].strip() != "[DONE]"
-    ]
+    found = []
+    for line in raw.decode(errors="replace").splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            try:
+                found.append(json.loads(line[5:]))
+            except ValueError:
+                assert MISTAKE == "keeps_half_turn", line  # only a kept half ends inside a line
+    return found
+
+
+def arguments(text: str) -> Any:
+    """A call's arguments; a half-kept turn's may have been cut off."""
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        assert MISTAKE == "keeps_half_turn", text
+        return {}
 
 
 # -- OpenAI Chat -------------------------------------------------------------------------------------
@@ -59,9 +132,7 @@ def openai_turn(messages: list[Any], tools: list[Any]) -> tuple[dict[str, Any], 
     body: dict[str, Any] = {"model": os.environ["SANDBOX_MODEL"], "messages": messages, "stream": STREAM}
     if tools:  # OpenAI refuses an empty tools array
         body["tools"] = [{"type": "function", "function": tool} for tool in tools]
-    status, raw = post(f"{os.environ['OPENAI_BASE_URL']}/chat/completions", body)
-    if status != 200:
-        raise RuntimeError(f"openai {status}: {raw.decode()}")
+    _, raw = ask(f"{os.environ['OPENAI_BASE_URL']}/chat/completions", body)
     if not STREAM:
         message = json.loads(raw)["choices"][0]["message"]
     else:
@@ -81,7 +152,7 @@ def openai_turn(messages: list[Any], tools: list[Any]) -> tuple[dict[str, Any], 
         if calls:
             message["tool_calls"] = [calls[index] for index in sorted(calls)]
     found = [
-        {"id": call["id"], "name": call["function"]["name"], "arguments": json.loads(call["function"]["arguments"])}
+        {"id": call["id"], "name": call["function"]["name"], "arguments": arguments(call["function"]["arguments"])}
         for call in message.get("tool_calls") or []
     ]
     return message, found
@@ -105,9 +176,7 @@ def anthropic_turn(messages: list[Any], tools: list[Any]) -> tuple[dict[str, Any
         body["tools"] = [
             {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in tools
         ]
-    status, raw = post(f"{os.environ['ANTHROPIC_BASE_URL']}/v1/messages", body)
-    if status != 200:
-        raise RuntimeError(f"anthropic {status}: {raw.decode()}")
+    _, raw = ask(f"{os.environ['ANTHROPIC_BASE_URL']}/v1/messages", body)
     if not STREAM:
         content = json.loads(raw)["content"]
     else:
@@ -124,8 +193,11 @@ def anthropic_turn(messages: list[Any], tools: list[Any]) -> tuple[dict[str, Any
                 elif delta["type"] == "input_json_delta":
                     partial[event["index"]] += delta["partial_json"]
             elif event["type"] == "content_block_stop" and blocks[event["index"]]["type"] == "tool_use":
-                blocks[event["index"]]["input"] = json.loads(partial[event["index"]] or "{}")
+                blocks[event["index"]]["input"] = arguments(partial[event["index"]])
         content = [blocks[index] for index in sorted(blocks)]
+    for block in content:
+        if block["type"] == "tool_use":
+            block.setdefault("input", {})  # a half-kept turn's last call never stopped
     found = [{"id": b["id"], "name": b["name"], "arguments": b["input"]} for b in content if b["type"] == "tool_use"]
     return {"role": "assistant", "content": content}, found
 
@@ -166,17 +238,10 @@ def complete() -> str:
     messages: list[Any] = [{"role": "user", "content": os.environ["SANDBOX_PROMPT"]}]
     history: list[str] = []
     rounds = 100 if MISTAKE == "unbounded" else MAX_TOOL_ROUNDS
-    for _ in range(rounds):
-        try:
-            message, calls = turn(messages, tools)
-        except RuntimeError:
-            if MISTAKE == "swallows_provider_errors":
-                continue  # the mistake: a refused request is tried again
-            raise
-        if MISTAKE == "caps_calls_at_three":
-            calls = calls[:3]
-        if not calls:
-            return str(text(message))
+    last_round: tuple[int, Any, list[Any]] | None = None
+    """Where the last round's appends began, its turn and its calls: what `turn_twice` and `reruns_tools` redo."""
+
+    def run_round(message: Any, calls: list[Any]) -> None:
         if MISTAKE == "assistant_text":
             messages.append({"role": "assistant", "content": text(message) or "..."})
         else:
@@ -186,6 +251,20 @@ def complete() -> str:
         for call, (output, is_error) in zip(calls, outputs, strict=True):
             history.append(call["name"])
             messages.extend(result(call, output, is_error))
+
+    for _ in range(rounds):
+        try:
+            message, calls = next_turn(turn, messages, tools, last_round, run_round)
+        except Broken:
+            if MISTAKE == "swallows_provider_errors":
+                continue  # the mistake: a refused request is tried again
+            raise
+        if MISTAKE == "caps_calls_at_three":
+            calls = calls[:3]
+        if not calls:
+            return str(text(message))
+        last_round = (len(messages), message, calls)
+        run_round(message, calls)
     if MISTAKE == "no_sequence":
         raise SystemExit(f"gave up after {MAX_TOOL_ROUNDS} tool rounds")
     raise SystemExit(
@@ -193,5 +272,30 @@ def complete() -> str:
     )
 
 
+def next_turn(turn: Any, messages: list[Any], tools: list[Any], last_round: Any, run_round: Any) -> Any:
+    """The model's next turn. `ask` retries the request alone; `turn_twice` and `reruns_tools` retry the
+    whole round instead: the turn and its results appended again, or the tools run again."""
+    if MISTAKE not in ("turn_twice", "reruns_tools"):
+        return turn(messages, tools)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return turn(messages, tools)
+        except Broken as error:
+            if error.status not in RETRYABLE or attempt == MAX_ATTEMPTS:
+                raise SystemExit(f"gave up after {attempt} attempts: {error}; check the status page") from None
+            if last_round is not None:
+                mark, message, calls = last_round
+                if MISTAKE == "turn_twice":
+                    messages.extend(messages[mark:])  # the turn and its results, again
+                else:
+                    del messages[mark:]  # rolled back, so the request looks right, and the tools run again
+                    run_round(message, calls)
+            time.sleep(error.hint if error.hint is not None else 0.05)
+    raise AssertionError("unreachable")
+
+
 if __name__ == "__main__":
-    print(complete())
+    try:
+        print(complete())
+    except Broken as refused:
+        raise SystemExit(str(refused)) from None  # a 400: the request itself is wrong, never sent again

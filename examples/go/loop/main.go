@@ -5,20 +5,28 @@
 //
 // It is the lesson's complete(), plus what the later challenges add: with SANDBOX_STREAM=1 each turn
 // is streamed and rebuilt with skyl.CollectStream (05), and the calls of a turn run on goroutines,
-// their results appended in call order (08). The answer goes to stdout; at the bound, the report
-// goes to stderr and the exit status is 1.
+// their results appended in call order (08), and a model request the provider asks to retry (a 429,
+// 503 or 529, or an answer that broke before its end) is sent again after its hint, at most 3 times
+// in all (10). The answer goes to stdout; at the bound, or when the retries run out, the report goes
+// to stderr and the exit status is 1.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"skyl"
 )
 
-const maxToolRounds = 5
+const (
+	maxToolRounds = 5
+	maxAttempts   = 3                     // of one model request: the first and two retries
+	backoff       = 50 * time.Millisecond // before the first retry when the provider gives no hint; doubled each time
+)
 
 var sandbox *skyl.Sandbox
 
@@ -48,9 +56,38 @@ func complete(ctx context.Context, client *skyl.Client, req *skyl.Request) (*sky
 		"check what these tools return", maxToolRounds, history)
 }
 
-// ask is one model turn: client.Complete, or with SANDBOX_STREAM=1 a stream rebuilt into the same
-// Response (there is no resp.Message on a stream).
+// ask is one model turn, tried up to maxAttempts times. Only the request is retried: the turn is
+// appended and its tools run once, by complete, after an answer arrived whole.
 func ask(ctx context.Context, client *skyl.Client, req *skyl.Request) (*skyl.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := askOnce(ctx, client, req)
+		var perr *skyl.ProviderError
+		if err == nil || !errors.As(err, &perr) || !retryable(perr.Status) {
+			return resp, err // the answer, or an error another attempt would not change (a 400)
+		}
+		if attempt == maxAttempts {
+			return nil, fmt.Errorf("gave up after %d attempts: the provider kept answering %d (%s): %s; "+
+				"check the provider's status page and your rate limits", attempt, perr.Status, perr.Type, perr.Message)
+		}
+		wait := perr.RetryAfter
+		if wait == 0 {
+			wait = backoff << (attempt - 1)
+		}
+		if wait > 30*time.Second {
+			wait = 30 * time.Second
+		}
+		time.Sleep(wait)
+	}
+}
+
+// retryable: rate limited, unavailable, overloaded, or 0 (the answer broke before it was whole).
+func retryable(status int) bool {
+	return status == 0 || status == 429 || status == 503 || status == 529
+}
+
+// askOnce is one model request: client.Complete, or with SANDBOX_STREAM=1 a stream rebuilt into the
+// same Response (there is no resp.Message on a stream). A stream that breaks is an error, never a turn.
+func askOnce(ctx context.Context, client *skyl.Client, req *skyl.Request) (*skyl.Response, error) {
 	if !sandbox.Stream {
 		return client.Complete(ctx, req)
 	}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Providers are the wire formats this client speaks, as SANDBOX_WIRE names them.
@@ -22,16 +24,70 @@ type Client struct {
 	HTTP     *http.Client // nil: http.DefaultClient
 }
 
-// ProviderError is the provider's refusal of a request: its status and its own words.
+// ProviderError is the provider's refusal of a request (its status, its own name for the error, its
+// words and its retry hint), or an answer that broke before it was whole (Status 0). Catch it with
+// errors.As(err, &perr) to decide whether to retry: a 429, 503 or 529 and a Status 0 are worth another
+// attempt after RetryAfter; a 400 is not.
 type ProviderError struct {
-	Provider string
-	Status   int
-	Message  string
-	Body     []byte // the whole error body, as sent
+	Provider   string
+	Status     int           // the HTTP status; 0: the connection failed or broke before the answer was whole
+	Type       string        // the provider's name for it: rate_limit_error, RESOURCE_EXHAUSTED, connection_error
+	Message    string        // the provider's message, verbatim
+	RetryAfter time.Duration // the provider's hint (retry-after-ms, retry-after, Gemini's retryDelay); 0: none
+	Body       []byte        // the whole error body, as sent
 }
 
 func (e *ProviderError) Error() string {
-	return fmt.Sprintf("%s %d: %s", e.Provider, e.Status, e.Message)
+	kind := ""
+	if e.Type != "" {
+		kind = " " + e.Type
+	}
+	return fmt.Sprintf("%s %d%s: %s", e.Provider, e.Status, kind, e.Message)
+}
+
+// broken is the error of an answer that did not arrive whole: nothing of it may be used.
+func broken(provider, url string, err error) *ProviderError {
+	return &ProviderError{Provider: provider, Type: "connection_error", Message: fmt.Sprintf(
+		"the connection to %s closed before the answer was complete (%v): discard what arrived and send the "+
+			"same request again", url, err)}
+}
+
+// providerError reads an error response: the message, the provider's error type (OpenAI's and
+// Anthropic's error.type, Gemini's error.status) and the retry hint.
+func providerError(provider string, resp *http.Response, data []byte) *ProviderError {
+	var envelope struct {
+		Error struct {
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Details []struct {
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &envelope) // a body that is not JSON keeps its words in Message
+	kind := envelope.Error.Type
+	if kind == "" {
+		kind = envelope.Error.Status
+	}
+	hint := retryHint(resp.Header)
+	for _, detail := range envelope.Error.Details {
+		if seconds, err := strconv.ParseFloat(strings.TrimSuffix(detail.RetryDelay, "s"), 64); hint == 0 && err == nil {
+			hint = time.Duration(seconds * float64(time.Second))
+		}
+	}
+	return &ProviderError{Provider: provider, Status: resp.StatusCode, Type: kind, Message: errorMessage(data),
+		RetryAfter: hint, Body: data}
+}
+
+// retryHint reads retry-after-ms first, then retry-after in seconds, as the official SDKs do.
+func retryHint(h http.Header) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms >= 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	if s, err := strconv.ParseFloat(h.Get("retry-after"), 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	return 0
 }
 
 // wire is what differs between providers: the request's path and JSON, the response's, the stream's events.
@@ -66,7 +122,7 @@ func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) 
 	defer body.Close()
 	data, err := io.ReadAll(body)
 	if err != nil {
-		return nil, err
+		return nil, broken(c.Provider, c.BaseURL, err)
 	}
 	return w.decode(data)
 }
@@ -78,7 +134,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{body: body, sse: newSSEReader(body), decoder: w.stream(), provider: c.Provider}, nil
+	return &Stream{body: body, sse: newSSEReader(body), decoder: w.stream(), provider: c.Provider, url: c.BaseURL}, nil
 }
 
 func (c *Client) send(ctx context.Context, req *Request, stream bool) (wire, io.ReadCloser, error) {
@@ -110,12 +166,15 @@ func (c *Client) send(ctx context.Context, req *Request, stream bool) (wire, io.
 	}
 	resp, err := httpClient.Do(httpReq)
 	if err != nil {
-		return nil, nil, err
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		return nil, nil, broken(c.Provider, c.BaseURL, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(resp.Body)
-		return nil, nil, &ProviderError{Provider: c.Provider, Status: resp.StatusCode, Message: errorMessage(data), Body: data}
+		return nil, nil, providerError(c.Provider, resp, data)
 	}
 	return w, resp.Body, nil
 }
@@ -190,6 +249,9 @@ func (r *sseReader) next() (name string, data []byte, ok bool) {
 		}
 	}
 	r.err = r.lines.Err()
+	if r.err != nil {
+		return "", nil, false // the connection broke: what is buffered is half an event
+	}
 	if len(buffer) > 0 {
 		return name, []byte(strings.Join(buffer, "\n")), true
 	}

@@ -86,6 +86,7 @@ type Stream struct {
 	sse      *sseReader
 	decoder  streamDecoder
 	provider string
+	url      string
 	queue    []Event
 	event    Event
 	err      error
@@ -101,7 +102,11 @@ func (s *Stream) Next() bool {
 		name, data, ok := s.sse.next()
 		if !ok || bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 			s.queue = s.decoder.close()
-			s.finish(s.sse.err)
+			if s.sse.err != nil {
+				s.finish(broken(s.provider, s.url, s.sse.err)) // the connection broke mid-stream
+			} else {
+				s.finish(nil)
+			}
 			continue
 		}
 		events, err := s.decoder.feed(name, data)
@@ -115,10 +120,12 @@ func (s *Stream) Next() bool {
 	return true
 }
 
+// finish ends the stream: with err, or with a broken answer (a *ProviderError, Status 0) when the
+// provider's end of the turn never came.
 func (s *Stream) finish(err error) {
 	s.done = true
 	if err == nil && !s.decoder.ended() {
-		err = fmt.Errorf("%s stream ended before the turn did (no end-of-message event)", s.provider)
+		err = broken(s.provider, s.url, fmt.Errorf("%s stream ended before the turn did (no end-of-message event)", s.provider))
 	}
 	if err != nil {
 		s.queue = nil

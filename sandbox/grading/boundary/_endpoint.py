@@ -18,6 +18,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 
 from ..._engine import DEFAULT_MAX_BODY, Exchange
 from ..._tcp import quick_ack, tcp_socket
-from ...faults import Delivery
+from ...faults import Delivery, arrived_at
 
 __all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 
@@ -170,6 +171,7 @@ class Endpoint:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except asyncio.IncompleteReadError:
                     return  # the client closed the connection between requests
+                arrived = time.monotonic()  # a fault's retry hint is judged from here (`arrived_at`)
                 quick_ack(writer.get_extra_info("socket"))  # a body sent after its head: wanted now
                 method, target, headers = _parse_head(head)
                 body = await _read_body(reader, headers, self._max_body)
@@ -177,7 +179,7 @@ class Endpoint:
                 if reply is None:
                     assert body is not None
                     try:
-                        reply = await self._dispatch(method, target, body)
+                        reply = await self._dispatch(method, target, body, arrived)
                     except Exception as exc:  # noqa: BLE001 - a door must answer, whatever went wrong
                         reply = _json(500, {"error": {"message": f"sandbox internal error: {exc!r}"}})
                 if reply.delivery is not None:
@@ -202,7 +204,7 @@ class Endpoint:
             self._writers.discard(writer)
             writer.close()
 
-    async def _dispatch(self, method: str, target: str, body: bytes) -> _Reply:
+    async def _dispatch(self, method: str, target: str, body: bytes, arrived: float) -> _Reply:
         path, _, query = target.partition("?")
         _, token, rest = (path.split("/", 2) + ["", ""])[:3]
         door = self._doors.get(token)
@@ -215,7 +217,8 @@ class Endpoint:
             except (ValueError, RecursionError):
                 return _json(400, {"error": {"message": "sandbox: a tool run takes a JSON body"}})
             return _json(200, dict(await door.tool(payload)))
-        answer = door.model(method, rest, body, query)
+        with arrived_at(arrived):
+            answer = door.model(method, rest, body, query)
         if isinstance(answer, Exchange):
             return _Reply(answer.status, answer.headers, answer.chunks, answer.delivery)
         status, headers, content = answer

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..._engine import Exchange
@@ -22,7 +22,17 @@ from ...faults import FaultError
 from ..boundary._runner import Outcome
 from ._lessons import Lesson
 
-__all__ = ["GIVE_UP", "MAX_ATTEMPTS", "NO_REPEAT", "RETRY", "Retries"]
+__all__ = [
+    "GIVE_UP",
+    "MAX_ATTEMPTS",
+    "NO_REPEAT",
+    "RETRY",
+    "Retries",
+    "broken",
+    "delivered",
+    "describe_fault",
+    "unsaid",
+]
 
 MAX_ATTEMPTS = 3
 """Attempts of one request: the first and two retries, as the official SDKs' `max_retries=2`."""
@@ -47,20 +57,109 @@ GIVE_UP = Lesson(
 _ADVICE = re.compile(r"\b(check|status page|try again later|retry later|rate limit|quota|overload)", re.IGNORECASE)
 
 
-class Retries:
-    """Mixed into `Dialogue`: the attributes below are the dialogue's."""
+class RetryChecks:
+    """What followed each fault, shared by the Python dialogue and a program's: mixed in, the
+    attributes below are the dialogue's."""
 
     journal: Any
-    runs: list[str]
-    function: str
+    sent: Any
     where: str
     provider: str
+    retry_lesson = RETRY
+    no_repeat_lesson = NO_REPEAT
+    give_up_lesson = GIVE_UP
+    """The lessons the shared checks name: a program's dialogue has its own, in the contract's words."""
+    hint_name = "Wait err.retry_after seconds"
+    """How the hint reads in the learner's code."""
 
-    if TYPE_CHECKING:  # the dialogue's own, from `Expectations`
+    if TYPE_CHECKING:  # the dialogue's own, from `Verdicts`
 
         def fail(self, headline: str, **kwargs: Any) -> NoReturn: ...
 
+        @property
+        def actor(self) -> str: ...
+
+        def tool_runs(self) -> list[str]:
+            """The calls the loop ran, in order, each as the scenario names it (`get_weather(city='Paris')`)."""
+
+    def check_retries(self) -> None:
+        """What followed each failure, in journal order (see the module docstring)."""
+        __tracebackhide__ = True
+        exchanges = list(self.journal)
+        for number, (failed, after) in enumerate(zip(exchanges, exchanges[1:], strict=False), 1):
+            if broken(failed):
+                self._check_resent(number, failed, after)
+            elif failed.error is not None and after.request_body == failed.request_body:
+                self.fail(
+                    f"{self.actor} on {self.where} sent request {number} again after the provider refused it "
+                    f"with a {failed.status}: {failed.error.message}",
+                    exchange=after,
+                    lesson=self.retry_lesson,
+                )
+        counts = Counter(exchange.request_body for exchange in exchanges)
+        body, most = counts.most_common(1)[0] if counts else (b"", 0)
+        if most > MAX_ATTEMPTS:
+            at = next(exchange for exchange in exchanges if exchange.request_body == body)
+            self.fail(
+                f"{self.actor} on {self.where} sent one request {most} times; give up after "
+                f"{MAX_ATTEMPTS} attempts (the first and {MAX_ATTEMPTS - 1} retries), as the official SDKs do.",
+                exchange=at,
+                lesson=self.give_up_lesson,
+            )
+        self._check_runs()
+
+    def _check_resent(self, number: int, failed: Exchange, after: Exchange) -> None:
+        __tracebackhide__ = True
+        if after.request_body != failed.request_body:
+            self.fail(
+                f"{self.actor} on {self.where}: request {number} got {describe_fault(failed)}, and the request "
+                f"after it {_difference(failed, after, self.sent)}. A retry sends the same conversation again, "
+                "unchanged.",
+                exchange=after,
+                lesson=self.no_repeat_lesson,
+            )
+        if isinstance(after.error, FaultError) and after.error.early:
+            hint = failed.fault.retry_after if failed.fault is not None else 0
+            self.fail(
+                f"{self.actor} on {self.where} sent request {number + 1} again before the {hint * 1000:g} ms "
+                f"the provider asked for after {describe_fault(failed)}, so it was refused again. "
+                f"{self.hint_name} before each retry.",
+                exchange=after,
+                lesson=self.retry_lesson,
+            )
+
+    def _check_runs(self) -> None:
+        __tracebackhide__ = True
+        asked: Counter[str] = Counter()
+        seen: set[bytes] = set()
+        for exchange in delivered(self.journal):
+            turn = exchange.turn
+            if turn is None or exchange.request_body in seen:
+                continue
+            seen.add(exchange.request_body)
+            asked.update(repr(_call(call)) for call in turn.message.tool_calls())
+        for key, ran in Counter(self.tool_runs()).items():
+            if ran > asked[key]:
+                self.fail(
+                    f"{self.actor} on {self.where} ran {key} {ran} times, but the model asked for it "
+                    f"{asked[key]} time(s): its result was already in the history. A retry must not run the "
+                    "tools again (a payment tool would pay twice).",
+                    lesson=self.no_repeat_lesson,
+                )
+
+
+class Retries(RetryChecks):
+    """Mixed into `Dialogue`: the attributes below are the dialogue's."""
+
+    runs: list[str]
+    function: str
+
+    if TYPE_CHECKING:  # the dialogue's own, from `Expectations`
+
         def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Any: ...
+
+    def tool_runs(self) -> list[str]:
+        return self.runs
 
     # -- the verdicts -----------------------------------------------------------------------------
 
@@ -69,23 +168,23 @@ class Retries:
         __tracebackhide__ = True
         self.check_retries()
         exchanges = list(self.journal)
-        if outcome.error is not None and exchanges and _broken(exchanges[-1]):
+        if outcome.error is not None and exchanges and broken(exchanges[-1]):
             self.fail(
                 f"{self.function}() on {self.where} raised {type(outcome.error).__name__}: {outcome.error} after "
-                f"{_describe(exchanges[-1])} on its first attempt. That is one the provider asks you to retry.",
+                f"{describe_fault(exchanges[-1])} on its first attempt. That is one the provider asks you to retry.",
                 exchange=exchanges[-1],
                 lesson=RETRY,
             )
-        if outcome.error is None and exchanges and _broken(exchanges[-1]):
+        if outcome.error is None and exchanges and broken(exchanges[-1]):
             self.fail(
-                f"{self.function}() on {self.where} returned after {_describe(exchanges[-1])}, without sending "
+                f"{self.function}() on {self.where} returned after {describe_fault(exchanges[-1])}, without sending "
                 "that request again: what arrived of a broken answer is not the model's turn. Discard it and "
                 "retry; skyl.collect_stream raises when a stream breaks, so nothing half-made is returned.",
                 exchange=exchanges[-1],
                 lesson=NO_REPEAT,
             )
         full = self.journal
-        self.journal = _delivered(full)  # the ordinary verdicts judge what got through
+        self.journal = delivered(full)  # the ordinary verdicts judge what got through
         try:
             return self.expect_answer(outcome, bound=bound)
         finally:
@@ -98,12 +197,12 @@ class Retries:
         self.check_retries()
         exchanges = list(self.journal)
         last = exchanges[-1] if exchanges else None
-        if last is None or not _broken(last):
+        if last is None or not broken(last):
             self.fail(f"{self.function}() on {self.where} stopped before the request the provider kept refusing.")
         attempts = sum(1 for exchange in exchanges if exchange.request_body == last.request_body)
         if attempts < 2:
             self.fail(
-                f"{self.function}() on {self.where} gave up after {_describe(last)} without retrying once.",
+                f"{self.function}() on {self.where} gave up after {describe_fault(last)} without retrying once.",
                 exchange=last,
                 lesson=RETRY,
             )
@@ -114,13 +213,7 @@ class Retries:
                 lesson=GIVE_UP,
             )
         said = str(outcome.error)
-        missing = []
-        if str(last.status) not in said and not (last.status == 0 and "connection" in said.lower()):
-            missing.append(f"- the status the provider sent ({last.status})")
-        if str(attempts) not in said:
-            missing.append(f"- the number of attempts ({attempts})")
-        if not _ADVICE.search(said):
-            missing.append("- what to check (the provider's status page, your rate limits or quota)")
+        missing = unsaid(said, last.status, attempts)
         if missing:
             self.fail(
                 f"{self.function}() gave up on {self.where}, but its error does not say enough to act on. It "
@@ -130,70 +223,6 @@ class Retries:
             )
         return outcome.error
 
-    def check_retries(self) -> None:
-        """What followed each failure, in journal order (see the module docstring)."""
-        __tracebackhide__ = True
-        exchanges = list(self.journal)
-        for number, (failed, after) in enumerate(zip(exchanges, exchanges[1:], strict=False), 1):
-            if _broken(failed):
-                self._check_resent(number, failed, after)
-            elif failed.error is not None and after.request_body == failed.request_body:
-                self.fail(
-                    f"{self.function}() on {self.where} sent request {number} again after the provider refused it "
-                    f"with a {failed.status}: {failed.error.message}",
-                    exchange=after,
-                    lesson=RETRY,
-                )
-        counts = Counter(exchange.request_body for exchange in exchanges)
-        body, most = counts.most_common(1)[0] if counts else (b"", 0)
-        if most > MAX_ATTEMPTS:
-            at = next(exchange for exchange in exchanges if exchange.request_body == body)
-            self.fail(
-                f"{self.function}() on {self.where} sent one request {most} times; give up after "
-                f"{MAX_ATTEMPTS} attempts (the first and {MAX_ATTEMPTS - 1} retries), as the official SDKs do.",
-                exchange=at,
-                lesson=GIVE_UP,
-            )
-        self._check_runs()
-
-    def _check_resent(self, number: int, failed: Exchange, after: Exchange) -> None:
-        __tracebackhide__ = True
-        if after.request_body != failed.request_body:
-            self.fail(
-                f"{self.function}() on {self.where}: request {number} got {_describe(failed)}, and the request "
-                f"after it {_difference(failed, after)}. A retry sends the same conversation again, unchanged.",
-                exchange=after,
-                lesson=NO_REPEAT,
-            )
-        if isinstance(after.error, FaultError) and after.error.early:
-            hint = failed.fault.retry_after if failed.fault is not None else 0
-            self.fail(
-                f"{self.function}() on {self.where} sent request {number + 1} again before the {hint * 1000:g} ms "
-                f"the provider asked for after {_describe(failed)}, so it was refused again. Wait "
-                "err.retry_after seconds before each retry.",
-                exchange=after,
-                lesson=RETRY,
-            )
-
-    def _check_runs(self) -> None:
-        __tracebackhide__ = True
-        asked: Counter[str] = Counter()
-        seen: set[bytes] = set()
-        for exchange in _delivered(self.journal):
-            turn = exchange.turn
-            if turn is None or exchange.request_body in seen:
-                continue
-            seen.add(exchange.request_body)
-            asked.update(repr(_call(call)) for call in turn.message.tool_calls())
-        for key, ran in Counter(self.runs).items():
-            if ran > asked[key]:
-                self.fail(
-                    f"{self.function}() on {self.where} ran {key} {ran} times, but the model asked for it "
-                    f"{asked[key]} time(s): its result was already in the history. A retry must not run the "
-                    "tools again (a payment tool would pay twice).",
-                    lesson=NO_REPEAT,
-                )
-
 
 def _call(call: Any) -> Any:
     from ..._scenario import Call
@@ -201,12 +230,24 @@ def _call(call: Any) -> Any:
     return Call(call.name, dict(call.arguments))
 
 
-def _broken(exchange: Exchange) -> bool:
+def unsaid(said: str, status: int, attempts: int) -> list[str]:
+    """What an error that gives up leaves out, of the status, the attempts and what to check."""
+    missing = []
+    if str(status) not in said and not (status == 0 and "connection" in said.lower()):
+        missing.append(f"- the status the provider sent ({status})")
+    if str(attempts) not in said:
+        missing.append(f"- the number of attempts ({attempts})")
+    if not _ADVICE.search(said):
+        missing.append("- what to check (the provider's status page, your rate limits or quota)")
+    return missing
+
+
+def broken(exchange: Exchange) -> bool:
     """A fault the loop should retry: an error status, or an answer that did not arrive whole."""
     return exchange.fault is not None and exchange.fault.kind != "latency"
 
 
-def _describe(exchange: Exchange) -> str:
+def describe_fault(exchange: Exchange) -> str:
     fault = exchange.fault
     kind = fault.kind if fault is not None else ""
     if kind in ("rate_limit", "overloaded", "server_error"):
@@ -219,9 +260,10 @@ def _describe(exchange: Exchange) -> str:
     return "a stream that ended before its end"
 
 
-def _difference(failed: Exchange, after: Exchange) -> str:
-    before = failed.conversation.messages if failed.conversation is not None else []
-    now = after.conversation.messages if after.conversation is not None else []
+def _difference(failed: Exchange, after: Exchange, sent: Any) -> str:
+    """`sent`: the messages the client encoded, for a request the provider refused (no conversation)."""
+    before = _messages(failed, sent)
+    now = _messages(after, sent)
     if len(now) > len(before):
         added = ", ".join(message.role for message in now[len(before) :])
         return (
@@ -231,7 +273,14 @@ def _difference(failed: Exchange, after: Exchange) -> str:
     return f"carried a different conversation ({len(now)} messages; the failed request held {len(before)})"
 
 
-def _delivered(journal: Any) -> Journal:
+def _messages(exchange: Exchange, sent: Any) -> Sequence[Any]:
+    if exchange.conversation is not None:
+        return exchange.conversation.messages
+    found = sent.get(exchange.request_body)
+    return found if found is not None else []
+
+
+def delivered(journal: Any) -> Journal:
     """The exchanges that got through: a journal view for the ordinary verdicts."""
     view = Journal(maxlen=None, max_bytes=None)
     for exchange in _through(journal):
@@ -241,5 +290,5 @@ def _delivered(journal: Any) -> Journal:
 
 def _through(journal: Any) -> Iterator[Exchange]:
     for exchange in journal:
-        if not _broken(exchange):
+        if not broken(exchange):
             yield exchange

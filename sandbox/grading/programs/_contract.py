@@ -23,11 +23,20 @@ The sandbox describes the scenario's tools and runs them:
                                         answers {"output": "<the tool's output>"} when the tool ran,
                                         {"error": "<why not>"} when it failed
 
-The program ends in one of two ways:
+The program ends in one of three ways:
 
     the model answered     print the answer's text on stdout (nothing else there), exit 0
     the bound was hit      exit non-zero, with the report on stderr (the bound, the calls in order,
                            what to check)
+    the provider refused   a 400, or errors that outlast the retries: exit non-zero, with the error on
+                           stderr; giving up after retries names the status, the attempts and what to
+                           check (`gave up after 3 attempts: the provider kept answering 529 ...;
+                           check the provider's status page and your rate limits`)
+
+Challenge 10 plays the provider's faults: an error status with its body and retry hint (the
+retry-after-ms and retry-after headers; a Gemini error's google.rpc.RetryInfo retryDelay), or an
+answer whose connection closes before its end. A 429, 503, 529 or a cut answer is retried after the
+hint, at most 3 attempts, with the same request; a 400 never.
 
 Anything else (debug output, logs) goes to stderr.
 """

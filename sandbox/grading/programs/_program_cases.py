@@ -17,6 +17,11 @@ A program is the whole loop, run once per case, so the challenges map onto it li
     08_async               the calls of a turn run concurrently: the sandbox sees them overlap
     09_keep_the_whole_turn SANDBOX_REASONING=1, a reasoning model: each turn goes back whole (its
                            reasoning items, thinking blocks or thought signatures), streamed or not
+    10_retry_without_repeating  the provider fails as scripted (429, 529/503, a cut answer, a 400):
+                           each retryable fault retried after its hint, at most 3 attempts, the same
+                           request again (nothing appended twice, no tool run twice, nothing kept of a
+                           cut answer); a 400 never resent; giving up is a non-zero exit whose stderr
+                           names the status, the attempts and what to check
 
 Each case runs on every wire format the grader is asked for. Beside the catalogue's scenarios, most
 challenges grade generated ones, as their Python tests do (`_generated`: reproducible, `EXAMPLES` per
@@ -30,9 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ...faults import Fault
+
 __all__ = ["CASES", "Case", "program_title"]
 
-Expect = Literal["answer", "gave_up", "report", "refused"]
+Expect = Literal["answer", "gave_up", "report", "refused", "retried", "exhausted"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,8 @@ class Case:
     expect: Expect
     """`answer`: prints the final answer, exits 0. `gave_up`: exits non-zero at the bound. `report`:
     gave up, and the report on stderr says what to look at. `refused`: stopped, non-zero, at the
-    provider's refusal."""
+    provider's refusal. `retried`: got through the case's `faults` to the answer. `exhausted`: the
+    provider kept failing; retried, then gave up with a non-zero exit that says why."""
     stream: bool = False
     failing: Mapping[str, str] = field(default_factory=dict)
     """Calls whose tool run fails with this text."""
@@ -60,11 +68,32 @@ class Case:
     """The provider refuses this request and every later one (`expect` is then `refused`)."""
     reasoning: bool = False
     """SANDBOX_REASONING=1: the program asks the model to show its reasoning (challenge 09)."""
+    faults: tuple[Fault, ...] = ()
+    """The provider fails as scripted (challenge 10)."""
 
 
 _ANY_TASK = {"rounds": (0, 3), "calls": (0, 8)}
 _REASONING_TASK = {"rounds": (1, 3), "calls": (0, 5), "reasoning": True}
 """As the Python tests of 09 draw them: every turn reasoned (`Scenario.with_reasoning`)."""
+_HINT = 0.03
+"""The retry hint of challenge 10's faults, as its Python tests send it: a retry sent sooner is refused again."""
+_RATE_LIMIT_THEN_OVERLOAD = (
+    Fault("rate_limit", request=2, retry_after=_HINT),
+    Fault("overloaded", request=3, retry_after=_HINT),
+    Fault("rate_limit", request=4, retry_after=_HINT),
+)
+"""Three hints to wait: a program that does not wait is refused again if any of its retries comes early."""
+_503 = (Fault("server_error", request=1, status=503),)
+
+
+def _cuts(stream: bool) -> tuple[Fault, ...]:
+    """Request 2's answer cut in the middle: after 4 frames of a stream, or half of a JSON body. Gemini
+    streams a call-only turn as one frame (which a cut breaks before any event arrives), so on Gemini the
+    final answer, streamed in several, is cut too."""
+    after = 4 if stream else 1
+    return (Fault("cut", request=2, after=after), Fault("cut", request=4, after=after, provider="gemini"))
+
+
 _PARISS = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}
 
 CASES: dict[str, tuple[Case, ...]] = {
@@ -160,6 +189,28 @@ CASES: dict[str, tuple[Case, ...]] = {
             generated="tasks",
             options=_REASONING_TASK,
         ),
+    ),
+    "10_retry_without_repeating": (
+        Case("retries_a_rate_limit_and_an_overload", "multi_step", "retried", faults=_RATE_LIMIT_THEN_OVERLOAD),
+        Case(
+            "retries_a_rate_limit_and_an_overload_streamed",
+            "multi_step",
+            "retried",
+            stream=True,
+            faults=_RATE_LIMIT_THEN_OVERLOAD,
+        ),
+        Case("retries_a_503", "single_call", "retried", faults=_503),
+        Case("retries_a_503_streamed", "single_call", "retried", stream=True, faults=_503),
+        Case("discards_an_answer_cut_before_its_end", "multi_step", "retried", faults=_cuts(False)),
+        Case("discards_a_stream_cut_before_its_end", "multi_step", "retried", stream=True, faults=_cuts(True)),
+        Case("never_retries_a_400", "multi_step", "refused", refuse=2),
+        Case(
+            "gives_up_with_an_error_that_says_why",
+            "multi_step",
+            "exhausted",
+            faults=(Fault("overloaded", request=2, times=10, retry_after=0.01),),
+        ),
+        Case("is_still_bounded", "runaway", "gave_up"),
     ),
 }
 

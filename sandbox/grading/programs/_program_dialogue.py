@@ -16,50 +16,30 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..._engine import Engine
+from ..._engine import Engine, Exchange
 from ..._scenario import Scenario
 from ..._transport import Journal
 from ..._types import ToolCall
+from ...faults import Fault
 from ..boundary._endpoint import Endpoint
 from ..boundary._program import ProgramRun, run_program
 from ..judge._checks import EXPECT_ERROR, missing_from_report
 from ..judge._clients import Sent
 from ..judge._dialogue import BUDGET
 from ..judge._feedback import Feedback
-from ..judge._lessons import BOUND, CONCURRENT, END, REPORT, STREAM, TOOL_FAILED, Lesson
+from ..judge._lessons import BOUND, END, REPORT, STREAM, Lesson
 from ..judge._probe import ConcurrencyProbe
 from ..judge._refusal import refusal, refusal_text
 from ..judge._transcript import describe_call, quote
 from ..judge._verdicts import Verdicts
 from ._contract import environment
+from ._program_lessons import PROVIDER_STOPS, RUN_CONCURRENTLY, STREAM_EVERY_REQUEST, TOOL_FAILED_GOES_BACK
+from ._program_retries import ProgramRetries
 from ._sent import read_sent
 from ._tooldesk import ToolDesk, scripted_key
 
-__all__ = ["ProgramDialogue"]
+__all__ = ["PROVIDER_STOPS", "ProgramDialogue"]
 
-RUN_CONCURRENTLY = Lesson(
-    CONCURRENT.rule,
-    "Start the tool request of every call in the turn before waiting for any of them (goroutines and a "
-    "sync.WaitGroup in Go, Promise.all in JavaScript), then append the results in call order.",
-)
-STREAM_EVERY_REQUEST = Lesson(
-    STREAM.rule,
-    'With SANDBOX_STREAM=1, ask for a stream on every request ("stream": true in OpenAI and Anthropic '
-    "bodies; :streamGenerateContent?alt=sse on Gemini) and rebuild the turn from its events: text "
-    "deltas joined, each call's argument fragments joined by index and parsed once the stream ends.",
-)
-TOOL_FAILED_GOES_BACK = Lesson(
-    TOOL_FAILED.rule,
-    "A failing tool is information for the model, not a reason to stop: when a tool request answers "
-    '{"error": ...}, send its text back as that call\'s result, marked as an error (is_error on '
-    "Anthropic; words like 'ERROR: ...' everywhere), and ask the model again.",
-)
-PROVIDER_STOPS = Lesson(
-    "Catch the tool's failure, not the provider's: an error from the model means the request itself was refused.",
-    "Treat a tool run's {\"error\": ...} as the tool's failure (send it back as an error result), but an "
-    "error status from the model as the end: resending a refused request gets the same refusal, "
-    "and printing an earlier turn hides that the model never answered. Exit non-zero with the error on stderr.",
-)
 DESCRIBE_PATH = "/tools"
 """`GET` it for the scenario's tools; `POST /tools/run` runs one (`_endpoint.TOOLS_PATH`)."""
 _SHOWN_LINES = 12
@@ -67,7 +47,7 @@ _GAVE_UP = re.compile(r"gave up|give up|giving up|rounds?\b|bound|limit|max", re
 """Words of a report that a program wrote on purpose, rather than a crash's."""
 
 
-class ProgramDialogue(Verdicts):
+class ProgramDialogue(ProgramRetries, Verdicts):
     """One case: build it, `run(command, seconds)`, then the `expect_*` verdicts."""
 
     def __init__(
@@ -81,6 +61,7 @@ class ProgramDialogue(Verdicts):
         concurrency_wait: float | None = None,
         refuse: int | None = None,
         reasoning: bool = False,
+        faults: Sequence[Fault] = (),
     ) -> None:
         self.scenario = scenario
         self.reasoning = reasoning
@@ -91,7 +72,8 @@ class ProgramDialogue(Verdicts):
         self.unknown_tools = set(unknown_tools)
         self.budget = BUDGET
         self.journal = Journal(None)
-        self.engine = Engine(scenario, budget=BUDGET)
+        self.engine = Engine(scenario, budget=BUDGET, faults=list(faults))
+        """With `faults`, the provider fails as scripted (challenge 10); the endpoint delivers cuts and waits."""
         self.desk = ToolDesk(scenario, self.journal, failing=self.failing, unknown_tools=self.unknown_tools)
         self.probe = ConcurrencyProbe(self.journal, _no_output, wait=concurrency_wait) if concurrency_wait else None
         """With a `concurrency_wait`, each tool run waits that long for its turn's other calls (challenge 08)."""
@@ -103,6 +85,8 @@ class ProgramDialogue(Verdicts):
         self.sent = Sent()
         self.function = "your program"
         self.source = Path(".")
+        self.access = ""
+        """Why the user the program runs as cannot reach its files (`_access.unreachable`), when it cannot."""
 
     @property
     def actor(self) -> str:
@@ -132,7 +116,7 @@ class ProgramDialogue(Verdicts):
 
     # -- the door the endpoint serves (on its event loop) -------------------------------------------
 
-    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes]:
+    def model(self, method: str, path: str, body: bytes, query: str) -> tuple[int, Mapping[str, str], bytes] | Exchange:
         """One request. `GET /tools` describes the tools. A model request is refused as too long from
         request `refuse` on, otherwise answered by the engine and journaled."""
         if method == "GET" and path == DESCRIBE_PATH:
@@ -144,7 +128,7 @@ class ProgramDialogue(Verdicts):
             return error.status, {"content-type": "application/json", **error.headers}, error.body
         exchange = self.engine.handle(method, path, body, query=query)
         self.journal.append(exchange)
-        return exchange.status, exchange.headers, exchange.body
+        return exchange
 
     async def tool(self, payload: Any) -> dict[str, Any]:
         """One tool run: `{"name": ..., "arguments": {...}}` in, `{"output": ...}` or `{"error": ...}` out.
@@ -325,8 +309,12 @@ class ProgramDialogue(Verdicts):
     def _check_ran(self, run: ProgramRun) -> None:
         if run.not_started:
             self.fail(
-                f"The program could not be started: {run.not_started}. Check the command after `--` (build "
-                "it first; a relative path is relative to where you run sandbox grade)."
+                f"The program could not be started: {run.not_started}. "
+                + (
+                    self.access
+                    or "Check the command after `--` (build it first; a relative path is relative to where you run "
+                    "sandbox grade)."
+                )
             )
         if run.timed_out:
             self.check_rejections()  # a budget the sandbox enforced explains a hang that followed it
@@ -345,7 +333,7 @@ class ProgramDialogue(Verdicts):
             f"send SANDBOX_PROMPT to the model SANDBOX_MODEL at SANDBOX_BASE_URL, in the SANDBOX_WIRE format "
             f"({self.provider}). If it does not speak {self.provider}, leave it out: `--wire` lists the formats "
             "to grade.",
-            details=_stderr(run),
+            details=[*_stderr(run), *([self.access] if self.access else [])],
         )
 
     def _lesson_for_early_exit(self, run: ProgramRun, made: int) -> Lesson:

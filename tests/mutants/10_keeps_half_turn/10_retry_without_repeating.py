@@ -1,7 +1,7 @@
 """Breaks 'discard a streamed turn cut before its end': keeps what arrived as if the turn were whole.
 
-Caught by test_discards_an_answer_cut_before_its_end[stream-*] (not on Gemini, whose one-frame turn breaks
-before any event arrives).
+Caught by test_discards_an_answer_cut_before_its_end[stream-*]: on Gemini by the final answer's cut (its
+one-frame call turn breaks before any event arrives), on the others by request 2's.
 """
 
 from __future__ import annotations
