@@ -325,6 +325,27 @@ def test_a_program_that_cannot_start_gets_an_honest_report(capsys: pytest.Captur
     assert all("could not be started" in test["output"] for test in results["tests"])
 
 
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="only a grader running as root changes user")
+def test_a_program_its_user_cannot_reach_is_told_which_folder_and_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Graded as root, a program runs as nobody: a binary in a 0700 folder (mkdtemp's) cannot be started,
+    and the failure names the folder, its mode and the fix, not only "Permission denied"."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-private-"))
+    try:
+        program = folder / "loop"
+        program.write_text("#!/bin/sh\nexit 0\n")
+        program.chmod(0o755)
+        status, out = grade(capsys, "2", "--wire", "openai", "--", str(program))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert status == 1
+    said = " ".join(out.split())
+    assert "The program could not be started: Permission denied" in said, out
+    assert f"the folder {folder} (mode 0700, owned by root) does not let it in" in said, out
+    assert "`chmod a+rX` the program and its folder" in said and "--grade-as USER" in said, out
+
+
 def test_a_build_that_fails_fails_every_case_with_its_output(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -32,6 +32,7 @@ from ..boundary._program import ProgramRun, Relay, run_program
 from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
+from ._access import unreachable
 from ._program_cases import CASES, Case
 from ._program_dialogue import ProgramDialogue
 
@@ -60,6 +61,8 @@ class Session:
     isolation: Isolation = field(default_factory=lambda: Isolation(False))
     relay: Relay | None = None
     spoken: dict[str, Spoken] = field(default_factory=dict)
+    access: str = ""
+    """Why the user programs run as cannot reach the program's files, when it cannot (`unreachable`)."""
 
 
 @dataclass
@@ -152,7 +155,7 @@ def grade(
     _use_hypothesis_home(hypothesis_home.name)
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
-        echo(f"Building: {build}")
+        echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
     broken = _build(build, cwd) if build else None
     outcomes: dict[str, tuple[str, str]] = {}
     echo(isolation.notice())
@@ -163,6 +166,10 @@ def grade(
     endpoint = Endpoint(unix=(folder / "endpoint.sock", "endpoint.sock") if isolation.sandboxed else None)
     relay = Relay(endpoint.port, folder, "endpoint.sock") if isolation.sandboxed else None
     session = Session(command, Limits(timeout), endpoint, cwd, isolation, relay)
+    if isolation.uid is not None and isolation.gid is not None:
+        session.access = unreachable(
+            command, cwd, isolation.uid, isolation.gid, isolation.user, sandboxed=isolation.sandboxed
+        )
     try:
         current = ""
         for item in planned:
@@ -276,6 +283,7 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         reasoning=case.reasoning,
         faults=case.faults,
     )
+    talk.access = session.access
     run = talk.run(
         session.command,
         limits.deadline(item.challenge),
@@ -311,7 +319,10 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
 
 def _build(build: str, cwd: str | None) -> str | None:
     """Run the build line once, with the shell (`cd loop && go build -o ../loop-bin .`: Go 1.19 has no
-    `go build -C`); its failure, as every case's feedback, or None."""
+    `go build -C`); its failure, as every case's feedback, or None.
+
+    It runs as the grader, outside the sandbox (a compiler needs its caches and the submission's folder
+    writable): the README says to build only what one would run oneself, or in a container of its own."""
     shell = ["cmd", "/c", build] if os.name == "nt" else ["/bin/sh", "-c", build]
     run: ProgramRun = run_program(shell, dict(os.environ), BUILD_SECONDS, cwd=cwd)
     if run.returncode == 0 and not run.timed_out:

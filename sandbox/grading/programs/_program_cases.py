@@ -87,11 +87,11 @@ _503 = (Fault("server_error", request=1, status=503),)
 
 
 def _cuts(stream: bool) -> tuple[Fault, ...]:
-    """Request 2's answer and the final one cut in the middle: after 4 frames of a stream, or half of a JSON
-    body. Gemini streams a call-only turn as one frame (which a cut breaks before any event arrives), so
-    only its final answer, streamed in several, can be half kept."""
+    """Request 2's answer cut in the middle: after 4 frames of a stream, or half of a JSON body. Gemini
+    streams a call-only turn as one frame (which a cut breaks before any event arrives), so on Gemini the
+    final answer, streamed in several, is cut too."""
     after = 4 if stream else 1
-    return (Fault("cut", request=2, after=after), Fault("cut", request=4, after=after))
+    return (Fault("cut", request=2, after=after), Fault("cut", request=4, after=after, provider="gemini"))
 
 
 _PARISS = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}

@@ -85,6 +85,8 @@ class ProgramDialogue(ProgramRetries, Verdicts):
         self.sent = Sent()
         self.function = "your program"
         self.source = Path(".")
+        self.access = ""
+        """Why the user the program runs as cannot reach its files (`_access.unreachable`), when it cannot."""
 
     @property
     def actor(self) -> str:
@@ -307,8 +309,12 @@ class ProgramDialogue(ProgramRetries, Verdicts):
     def _check_ran(self, run: ProgramRun) -> None:
         if run.not_started:
             self.fail(
-                f"The program could not be started: {run.not_started}. Check the command after `--` (build "
-                "it first; a relative path is relative to where you run sandbox grade)."
+                f"The program could not be started: {run.not_started}. "
+                + (
+                    self.access
+                    or "Check the command after `--` (build it first; a relative path is relative to where you run "
+                    "sandbox grade)."
+                )
             )
         if run.timed_out:
             self.check_rejections()  # a budget the sandbox enforced explains a hang that followed it
@@ -327,7 +333,7 @@ class ProgramDialogue(ProgramRetries, Verdicts):
             f"send SANDBOX_PROMPT to the model SANDBOX_MODEL at SANDBOX_BASE_URL, in the SANDBOX_WIRE format "
             f"({self.provider}). If it does not speak {self.provider}, leave it out: `--wire` lists the formats "
             "to grade.",
-            details=_stderr(run),
+            details=[*_stderr(run), *([self.access] if self.access else [])],
         )
 
     def _lesson_for_early_exit(self, run: ProgramRun, made: int) -> Lesson:
