@@ -21,7 +21,7 @@ __all__ = ["ENTRY_OVERHEAD", "Claim", "Entry", "Store"]
 ENTRY_OVERHEAD = 240
 """Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id (measured:
 about 200 on CPython 3.11)."""
-SNAPSHOT_SHARE = 4
+SNAPSHOT_SHARE = 8
 """Snapshots (`_chain`) hold at most this fraction of the byte bound: the stored bytes keep the rest."""
 _ITEMS = operator.attrgetter("items")
 _REMEMBER_EVICTED = 10_000
@@ -81,7 +81,7 @@ class Store:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._evicted: OrderedDict[str, None] = OrderedDict()
         self._snapshots: OrderedDict[str, None] = OrderedDict()
-        """The entries holding a snapshot, oldest first: let go before any entry is."""
+        """The entries holding a snapshot, oldest first: the first let go past `max_snapshot_bytes`."""
         self._snapshot_bytes = 0
         self.max_snapshot_bytes = max_bytes // SNAPSHOT_SHARE
         self._bytes = 0
@@ -212,8 +212,9 @@ class Store:
             return True
 
     def _make_room(self) -> None:
-        """Within the bounds again: snapshots go first (the oldest first), then the oldest entries."""
-        while self._snapshots and (self._bytes > self.max_bytes or self._snapshot_bytes > self.max_snapshot_bytes):
+        """Within the bounds again: the oldest snapshots past their share, then the oldest entries (each
+        with its snapshot), so the newest responses keep theirs however full the store is."""
+        while self._snapshots and self._snapshot_bytes > self.max_snapshot_bytes:
             key = next(iter(self._snapshots))
             self._drop_snapshot(key, self._entries[key])
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
