@@ -4,6 +4,7 @@ as the whole chain walked again would (`sandbox/_kept/_chain.py`)."""
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -57,11 +58,14 @@ def _calls_of(call: Callable[[], object]) -> int:
         if event in ("call", "c_call"):
             calls[0] += 1
 
+    gc.collect()  # no finalizer of another test's garbage may run (and count) during `call`
+    gc.disable()
     sys.setprofile(count)
     try:
         call()
     finally:
         sys.setprofile(None)
+        gc.enable()
     return calls[0]
 
 
@@ -170,3 +174,16 @@ def test_snapshots_count_against_the_bound_and_go_before_any_stored_response() -
             assert engine.kept.store.held <= engine.kept.store.max_bytes
         kept.append(len(engine.kept))
     assert kept[0] == kept[1] and 0 < kept[0] < 40, kept
+
+
+def test_a_chain_that_lost_an_older_turn_is_refused_with_or_without_its_snapshot() -> None:
+    """The first turn of a chain 4 long is forgotten: continuing its newest response is refused, with
+    the same answer whether the newest response still holds its snapshot or not."""
+    answers = []
+    for engine in _twins():
+        chain = _chain(engine, "runaway", 3)
+        assert engine.kept.store.remove(chain[0]["id"], "")
+        body = {"model": "runaway", "previous_response_id": chain[-1]["id"], "tools": _tools("runaway")}
+        answers.append(_post(engine, {**body, "input": _outputs_for(chain[-1])}))
+    assert answers[0] == answers[1] and answers[0][0] != 200, answers
+    assert "Previous response with id" in answers[0][1]["error"]["message"], answers
