@@ -51,6 +51,16 @@ def _chain(engine: sandbox.Engine, scenario: str, depth: int) -> list[dict[str, 
     return answers
 
 
+def _forget_memos() -> None:
+    """Empty the sandbox's memos (ids from seeds, rendered answers): what other tests left in them
+    would spare a call here and not there (an id of step 6 is likelier cached than one of step 121)."""
+    for name, module in list(sys.modules.items()):
+        if name == "sandbox" or name.startswith("sandbox."):
+            for value in list(vars(module).values()):
+                if hasattr(value, "cache_info") and hasattr(value, "cache_clear"):
+                    value.cache_clear()
+
+
 def _calls_of(call: Callable[[], object]) -> int:
     """Python and C function calls made by `call()`: work that a chain's length could add to."""
     calls = [0]
@@ -59,6 +69,7 @@ def _calls_of(call: Callable[[], object]) -> int:
         if event in ("call", "c_call"):
             calls[0] += 1
 
+    _forget_memos()
     gc.collect()  # no finalizer of another test's garbage may run (and count) during `call`
     gc.disable()
     sys.setprofile(count)
