@@ -128,9 +128,6 @@ def test_every_solution_passes(pytester: pytest.Pytester) -> None:
     report = grade(pytester, SOLUTIONS, str(CHALLENGES))
     failed = [test["name"] + "\n" + test["output"] for test in report["tests"] if test["status"] != "passed"]
     assert not failed, "\n\n".join(failed)
-    # A generous guard against a grader that waits on every test (quiet: about 3 s; a busy 2-core
-    # machine has taken 11 s); the speed itself is measured in bench/, not asserted here.
-    assert report["execution_time"] < 60
 
 
 # -- known-wrong loops, rejected for the right reason ------------------------------------------------

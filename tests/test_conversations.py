@@ -51,6 +51,7 @@ def test_a_tool_loop_in_a_conversation_sends_only_new_items(door: str) -> None:
             items = list(client.conversations.items.list(conversation.id, order="asc"))
     assert conversation.id.startswith("conv_") and conversation.metadata == {"lesson": "1"}
     assert answer.output_text == 'The weather in Paris: "18C, clear".'
+    assert answer.conversation is not None and answer.conversation.id == conversation.id, "says where it was added"
     kinds = [item.type for item in items]
     assert kinds[0] == "message" and items[0].content[0].text == PROMPT
     assert kinds[-3:] == ["function_call", "function_call_output", "message"]
@@ -123,3 +124,19 @@ def test_a_conversation_counts_against_the_kept_bound_and_is_forgotten_first_in_
     conversation = first.body.decode().split('"id":"')[1].split('"')[0]
     gone = engine.handle("GET", f"/v1/conversations/{conversation}", b"")
     assert gone.status == 404 and len(engine.kept) == 2
+
+
+def test_an_answer_names_its_conversation_only_when_the_request_named_one() -> None:
+    """The real answer carries `conversation: {"id": ...}` for a request in a conversation (either
+    spelling of the field), streamed or not; one outside a conversation has no such field."""
+    with _in_process() as client:
+        conversation, other = client.conversations.create(), client.conversations.create()
+        named = client.responses.create(model="plain_text", conversation={"id": conversation.id}, input=PROMPT)
+        with client.responses.stream(model="plain_text", conversation=other.id, input=PROMPT) as stream:
+            created = next(event for event in stream if event.type == "response.created")
+            streamed = stream.get_final_response()
+        alone = client.responses.with_raw_response.create(model="plain_text", input=PROMPT)
+    assert named.conversation is not None and named.conversation.id == conversation.id
+    assert created.response.conversation is not None and created.response.conversation.id == other.id
+    assert streamed.conversation is not None and streamed.conversation.id == other.id
+    assert "conversation" not in alone.http_response.json()

@@ -4,6 +4,7 @@ as the whole chain walked again would (`sandbox/_kept/_chain.py`)."""
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 import sandbox
+from sandbox._kept._store import SNAPSHOT_SHARE
 
 RESPONSES = "/v1/responses"
 
@@ -57,11 +59,14 @@ def _calls_of(call: Callable[[], object]) -> int:
         if event in ("call", "c_call"):
             calls[0] += 1
 
+    gc.collect()  # no finalizer of another test's garbage may run (and count) during `call`
+    gc.disable()
     sys.setprofile(count)
     try:
         call()
     finally:
         sys.setprofile(None)
+        gc.enable()
     return calls[0]
 
 
@@ -160,13 +165,32 @@ def test_a_reasoning_continuation_without_its_reasoning_item_gets_the_whole_walk
 
 
 def test_snapshots_count_against_the_bound_and_go_before_any_stored_response() -> None:
-    """Stored responses of 2,000 messages each, past a 2 MiB bound: as many are kept as without
-    snapshots, and what the store counts stays within its bound."""
+    """Stored responses of 100 messages each, past a 1 MiB bound: each holds a snapshot while it is
+    the newest, however full the store, what the store counts stays within its bound, and the
+    snapshots take no more than their share of it from the responses kept."""
     kept = []
-    for engine in _twins(kept_mib=2):
-        for index in range(40):
-            items = [{"role": "user", "content": f"m{index}.{n}"} for n in range(2000)]
-            assert _post(engine, {"model": "plain_text", "input": items})[0] == 200
-            assert engine.kept.store.held <= engine.kept.store.max_bytes
+    for engine in _twins(kept_mib=1):
+        store = engine.kept.store
+        for index in range(400):
+            items = [{"role": "user", "content": f"m{index}.{n}"} for n in range(100)]
+            status, answer = _post(engine, {"model": "plain_text", "input": items})
+            assert status == 200
+            assert store.held <= store.max_bytes
+            newest = store.get(answer["id"])
+            assert newest is not None and (newest.snapshot is not None) == (store.max_snapshot_bytes > 0)
         kept.append(len(engine.kept))
-    assert kept[0] == kept[1] and 0 < kept[0] < 40, kept
+        assert store.evictions > 0
+    assert kept[1] * (SNAPSHOT_SHARE - 1) // SNAPSHOT_SHARE <= kept[0] < kept[1], kept
+
+
+def test_a_chain_that_lost_an_older_turn_is_refused_with_or_without_its_snapshot() -> None:
+    """The first turn of a chain 4 long is forgotten: continuing its newest response is refused, with
+    the same answer whether the newest response still holds its snapshot or not."""
+    answers = []
+    for engine in _twins():
+        chain = _chain(engine, "runaway", 3)
+        assert engine.kept.store.remove(chain[0]["id"], "")
+        body = {"model": "runaway", "previous_response_id": chain[-1]["id"], "tools": _tools("runaway")}
+        answers.append(_post(engine, {**body, "input": _outputs_for(chain[-1])}))
+    assert answers[0] == answers[1] and answers[0][0] != 200, answers
+    assert "Previous response with id" in answers[0][1]["error"]["message"], answers

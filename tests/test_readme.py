@@ -51,7 +51,7 @@ def test_quick_start_grades_with_the_learners_install_and_tests_with_the_develop
     `.ci/run` runs, word for word, so what the README promises is what CI proves."""
     learn, develop = _quick_start()
     assert learn == "pip install -e . && pytest challenges/"
-    assert develop == 'pip install -e ".[dev]" && pytest'
+    assert develop == 'pip install -e ".[dev]" && pytest -n auto'
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert develop in [line.strip() for line in ci]
 

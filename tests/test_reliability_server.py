@@ -1,4 +1,4 @@
-"""`sandbox serve` under load: a real uvicorn in its own process on a free loopback port.
+"""`sandbox serve` under load: `sandbox.serve()` in its own process on a free loopback port.
 
 Threads and asyncio tasks hitting one server get the in-process serial run's bytes (the HTTP door adds
 nothing), and a burst of 5,000 requests over 50 keep-alive connections loses none and leaves the
@@ -77,7 +77,7 @@ def server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
             process.terminate()
             try:
                 process.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - uvicorn exits on SIGTERM
+            except subprocess.TimeoutExpired:  # pragma: no cover - the server exits on SIGTERM
                 process.kill()
                 process.wait()
 

@@ -42,7 +42,7 @@ def _banner(process: subprocess.Popen[str]) -> str:
 
 
 def _get(url: str) -> httpx.Response:
-    """The banner prints once the port is bound; uvicorn listens a moment later."""
+    """The banner prints once the port is bound; the server listens a moment later."""
     deadline = time.monotonic() + 60
     while True:
         try:

@@ -58,7 +58,7 @@ def served() -> Iterator[tuple[int, IO[bytes]]]:
             process.terminate()
             try:
                 process.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - uvicorn exits on SIGTERM
+            except subprocess.TimeoutExpired:  # pragma: no cover - the server exits on SIGTERM
                 process.kill()
                 process.wait()
 

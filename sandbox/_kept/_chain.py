@@ -11,8 +11,8 @@ anywhere on the short way is walked again the whole way, for the exact error.
 
 Memory: a snapshot holds the chain's neutral messages as objects, not bytes, so it is counted
 (`snapshot_size`, measured in `bench/_kept.py`) against the same bound as the stored bytes, and
-snapshots are the first thing the store lets go (a continuation without one walks the whole chain).
-A chain keeps one snapshot, its newest response's: its continuation's replaces it.
+snapshots hold at most an eighth of it, the oldest let go first (a continuation without one walks
+the whole chain). A chain keeps one snapshot, its newest response's: its continuation's replaces it.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ __all__ = ["ENTRY_OVERHEAD", "Claim", "Entry", "Store"]
 ENTRY_OVERHEAD = 240
 """Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id (measured:
 about 200 on CPython 3.11)."""
-SNAPSHOT_SHARE = 4
+SNAPSHOT_SHARE = 8
 """Snapshots (`_chain`) hold at most this fraction of the byte bound: the stored bytes keep the rest."""
 _ITEMS = operator.attrgetter("items")
 _REMEMBER_EVICTED = 10_000
@@ -51,6 +51,11 @@ class Entry:
     snapshot_size: int = 0
     chain: tuple[str, ...] | None = None
     """With a snapshot: the keys of its chain, oldest first, so a claim finds them without a walk."""
+    history: tuple[bytes, ...] | None = None
+    """With a snapshot: the chain's fragments, oldest first (the same `bytes` as its entries')."""
+    intact_at: int = -1
+    """The store's count of removed entries when this chain was last known whole: while no entry has
+    been removed since, a claim need not look for each link."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class Claim:
     snapshot: object = None
     chain: tuple[str, ...] = ()
     """The keys of the chain, oldest first."""
+    intact_at: int = -1
 
 
 class Store:
@@ -75,10 +81,12 @@ class Store:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._evicted: OrderedDict[str, None] = OrderedDict()
         self._snapshots: OrderedDict[str, None] = OrderedDict()
-        """The entries holding a snapshot, oldest first: let go before any entry is."""
+        """The entries holding a snapshot, oldest first: the first let go past `max_snapshot_bytes`."""
         self._snapshot_bytes = 0
         self.max_snapshot_bytes = max_bytes // SNAPSHOT_SHARE
         self._bytes = 0
+        self._removals = 0
+        """Entries removed since the store was made (evicted, deleted or replaced)."""
         self.evictions = 0
         """Entries forgotten to make room, since the store was made."""
         self._lock = threading.Lock()
@@ -115,12 +123,16 @@ class Store:
                 return "in_flight"
             chain = entry.chain or self._chain(key)
             entries = self._entries
-            if chain is None or not all(map(entries.__contains__, chain)):
+            if chain is None:
+                return "broken"
+            if entry.intact_at != self._removals and not all(map(entries.__contains__, chain)):
                 return "broken"
             deque(map(entries.move_to_end, reversed(chain)), maxlen=0)  # the whole chain is recently used
-            history = tuple(map(_ITEMS, map(entries.__getitem__, chain)))
+            history = (
+                entry.history if entry.history is not None else tuple(map(_ITEMS, map(entries.__getitem__, chain)))
+            )
             entry.in_flight = entry.in_flight or once
-            return Claim(key, history, entry.fields, entry.snapshot, chain)
+            return Claim(key, history, entry.fields, entry.snapshot, chain, self._removals)
 
     def release(self, claim: Claim) -> None:
         """The continuation failed: the entry can be continued again (a no-op for one never held)."""
@@ -141,10 +153,17 @@ class Store:
                         self._drop_snapshot(continued.key, parent)
             old = self._entries.pop(key, None)
             if old is not None:
+                self._removals += 1
                 self._bytes -= old.size
                 self._drop_snapshot(key, old)
             if entry.snapshot_size > self.max_snapshot_bytes:
-                entry.snapshot, entry.snapshot_size, entry.chain = None, 0, None
+                entry.snapshot, entry.snapshot_size, entry.chain, entry.history, entry.intact_at = (
+                    None,
+                    0,
+                    None,
+                    None,
+                    -1,
+                )
             if entry.size > self.max_bytes:
                 self._forget(key)
                 return  # larger than the whole store: kept nowhere, found nowhere
@@ -154,6 +173,8 @@ class Store:
                 self._snapshots[key] = None
                 self._snapshot_bytes += entry.snapshot_size
                 entry.chain = (*continued.chain, key) if continued is not None else (key,)
+                entry.history = (*continued.history, entry.items) if continued is not None else (entry.items,)
+                entry.intact_at = continued.intact_at if continued is not None else self._removals
             self._make_room()
 
     def update(self, key: str, owner: str, items: bytes, fields: bytes, *, append: bool) -> bool:
@@ -185,13 +206,15 @@ class Store:
             if entry is None or entry.owner != owner:
                 return False
             del self._entries[key]
+            self._removals += 1
             self._bytes -= entry.size
             self._drop_snapshot(key, entry)
             return True
 
     def _make_room(self) -> None:
-        """Within the bounds again: snapshots go first (the oldest first), then the oldest entries."""
-        while self._snapshots and (self._bytes > self.max_bytes or self._snapshot_bytes > self.max_snapshot_bytes):
+        """Within the bounds again: the oldest snapshots past their share, then the oldest entries (each
+        with its snapshot), so the newest responses keep theirs however full the store is."""
+        while self._snapshots and self._snapshot_bytes > self.max_snapshot_bytes:
             key = next(iter(self._snapshots))
             self._drop_snapshot(key, self._entries[key])
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
@@ -204,7 +227,7 @@ class Store:
         if self._snapshots.pop(key, 0) is None:
             self._bytes -= entry.snapshot_size
             self._snapshot_bytes -= entry.snapshot_size
-        entry.snapshot, entry.snapshot_size, entry.chain = None, 0, None
+        entry.snapshot, entry.snapshot_size, entry.chain, entry.history, entry.intact_at = None, 0, None, None, -1
 
     def _chain(self, key: str) -> tuple[str, ...] | None:
         """The keys from the chain's start to `key`; None if a link is gone. Called with the lock held."""
@@ -220,6 +243,7 @@ class Store:
         return tuple(keys)
 
     def _forget(self, key: str) -> None:
+        self._removals += 1
         self.evictions += 1
         self._evicted[key] = None
         if len(self._evicted) > _REMEMBER_EVICTED:

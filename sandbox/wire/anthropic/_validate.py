@@ -188,8 +188,36 @@ def _message(value: Any, where: str) -> WireMessage:
     if isinstance(content, str):
         return WireMessage(role, [Block("text", text=content)] if content else [])
     items = _list(content, f"{where}.content")
-    check = _system_block if role == "system" else _block
-    return WireMessage(role, [check(item, f"{where}.content.{index}") for index, item in enumerate(items)])
+    if role == "system":
+        return WireMessage(role, [_system_block(item, f"{where}.content.{index}") for index, item in enumerate(items)])
+    blocks = []
+    for index, item in enumerate(items):
+        plain = _plain_block(item)
+        blocks.append(plain if plain is not None else _block(item, f"{where}.content.{index}"))
+    return WireMessage(role, blocks)
+
+
+def _plain_block(value: Any) -> Block | None:
+    """A `text`, `tool_use` or `tool_result` block of the shape nearly every request sends, read without
+    the field-by-field checks (and the error paths they build) that it passes anyway; None for
+    anything else, which `_block` checks in full."""
+    if type(value) is not dict:
+        return None
+    tag = value.get("type")
+    if tag == "text":
+        text = value.get("text")
+        return Block("text", text=text) if type(text) is str else None
+    if tag == "tool_use":
+        call_id, name, arguments = value.get("id"), value.get("name"), value.get("input")
+        if type(call_id) is str and _ID.fullmatch(call_id) and type(name) is str and type(arguments) is dict:
+            return Block("tool_use", id=call_id, name=name, input=arguments)
+        return None
+    if tag == "tool_result":
+        call_id, content, is_error = value.get("tool_use_id"), value.get("content"), value.get("is_error")
+        plain = (content is None or type(content) is str) and (is_error is None or type(is_error) is bool)
+        if type(call_id) is str and plain:
+            return Block("tool_result", tool_use_id=call_id, content=content or "", is_error=bool(is_error))
+    return None
 
 
 def _text_block(block: dict[str, Any], where: str) -> Block:

@@ -9,7 +9,7 @@ same number of `functionResponse` parts, paired by position. So:
   call at its position in the turn before (see `_parse._pair` for responses whose name says otherwise).
 
 This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
-`_client` (the skyl client: request out, response in, whole or streamed), `_body`, `_proto` and
+`_client` (the skyl client: request out, response in, whole or streamed), `_body`, `_jsontext`, `_proto` and
 `_validate` (the API's three layers of checks, in its order), `_parse` (a request read into the
 neutral model), `_encode` (the response, its stream, Google's error envelope), `_reasoning` (thought
 parts, thought signatures and their echo rule).

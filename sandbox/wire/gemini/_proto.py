@@ -1,7 +1,7 @@
-"""Layer 1 of a Gemini request's checks: the JSON, then its conversion to the proto message
-(`Invalid JSON payload received. ...`, `Invalid value at ...`); the first problem wins. Texts follow
-protobuf's `JsonStreamParser` / `ProtoWriter`. Touches only the request bytes; raises nothing but
-`Rejection`.
+"""Layer 1 of a Gemini request's checks, its second half: the decoded JSON's conversion to the proto
+message (`Invalid value at ...`, `Invalid JSON payload received. Unknown name ...`); the first
+problem wins. Texts follow protobuf's `ProtoWriter`. The JSON text itself is read first, in
+`_jsontext`. Touches only the decoded request; raises nothing but `Rejection`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import decode
 from ._body import Rejection, WireContent, WirePart
 
 __all__ = [
+    "INVALID_JSON",
     "TOP_LEVEL_NAMES",
     "get_field",
     "invalid_value",
-    "load_json",
     "read_content",
     "read_declarations",
     "read_message",
@@ -34,8 +33,7 @@ __all__ = [
 
 _TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta."
 _STRUCT = "type.googleapis.com/google.protobuf.Struct"
-_INVALID_JSON = "Invalid JSON payload received."
-_MAX_DEPTH = 100  # protobuf's JsonStreamParser default recursion limit
+INVALID_JSON = "Invalid JSON payload received."
 
 # GenerateContentRequest's fields (lowerCamel; the snake_case spelling is accepted too).
 _TOP_LEVEL = {
@@ -57,125 +55,6 @@ def _snake(name: str) -> str:
 
 TOP_LEVEL_NAMES = _TOP_LEVEL | {_snake(name) for name in _TOP_LEVEL}
 _DATA_NAMES = _DATA | {_snake(name) for name in _DATA}
-
-
-# -- layer 1: JSON -------------------------------------------------------------------------------
-
-
-def load_json(body: bytes) -> dict[str, Any]:
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # [INF] protobuf's JSON parser refuses bytes that are not UTF-8 ("Encountered non UTF-8 code
-        # points."), as the other three providers refuse them with a 400; never silently replaced.
-        shown = body.decode("utf-8", errors="replace")
-        raise _json_failure(
-            shown, len(body[: exc.start].decode("utf-8")), "Encountered non UTF-8 code points."
-        ) from None
-    if not text.strip():
-        return {}  # [INF] an empty body converts to an empty message; "contents is not specified" follows
-    problem: str | None
-    try:
-        data = decode(text, _DECODER)
-    except json.JSONDecodeError as exc:
-        raise _json_failure(text, exc.pos, _JSON_MESSAGES.get(exc.msg, "Unexpected token.")) from None
-    except _BareConstant:
-        raise _json_failure(text, _constant_position(text), "Unexpected token.") from None
-    except RecursionError:
-        data, problem = None, "deep"  # deeper than Python's parser goes, so deeper than protobuf's limit
-    else:
-        problem = _tree_problem(data) if _may_have_problem(text) else None
-    if problem == "deep":
-        # [INF] protobuf stops at 100 levels; its exact text names the key, which we do not track.
-        raise Rejection(f"{_INVALID_JSON} Message too deep. Max recursion depth reached.", field="")
-    if problem == "surrogate":
-        # [INF] an escaped surrogate with no partner is not Unicode; protobuf refuses it while parsing.
-        match = re.search(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}", text)
-        raise _json_failure(text, match.start() if match else 0, "Unexpected token.")
-    if not isinstance(data, dict):
-        raise unknown_name("", "", "Root element must be a message.")
-    return data
-
-
-# Python's decoder messages -> protobuf JsonStreamParser's [INF: mapped by meaning].
-_JSON_MESSAGES = {
-    "Extra data": "Parsing terminated before end of input.",
-    "Expecting ':' delimiter": "Expected : between key:value pair.",
-    "Expecting property name enclosed in double quotes": "Expected an object key or }.",
-    "Unterminated string starting at": "Closing quote expected in string.",
-}
-
-
-def _integer(digits: str) -> int | float:
-    """Python refuses to convert integers over 4300 digits; protobuf reads any number as a double."""
-    return int(digits) if len(digits) <= 4000 else float(digits)
-
-
-class _BareConstant(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    raise _BareConstant(name)  # NaN and Infinity are not JSON, and Google refuses them
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_integer)
-
-
-def _constant_position(text: str) -> int:
-    """Where the first bare NaN/Infinity starts, outside any string."""
-    in_string = escaped = False
-    for index, char in enumerate(text):
-        if escaped:
-            escaped = False
-        elif in_string:
-            escaped = char == "\\"
-            in_string = char != '"'
-        elif char == '"':
-            in_string = True
-        elif text.startswith(("NaN", "Infinity", "-Infinity"), index):
-            return index
-    return len(text)
-
-
-def _json_failure(text: str, position: int, message: str) -> Rejection:
-    """protobuf's ReportFailure: the message, 20 characters either side, and a caret under the spot."""
-    if not text[position:].strip():
-        position = len(text)
-        message = "Unexpected end of string. Expected a value." if message == "Unexpected token." else message
-    begin = max(position - 20, 0)
-    segment = text[begin : position + 20]
-    caret = " " * (position - begin) + "^"
-    return Rejection(f"{_INVALID_JSON} {message}\n{segment}\n{caret}", field="")
-
-
-def _may_have_problem(text: str) -> bool:
-    """Whether the walk of `_tree_problem` can find anything in the JSON `text`: a lone surrogate can
-    only come from a `\\uD800`-`\\uDFFF` escape (the text was strict UTF-8), and nesting past the limit
-    needs more than that many `{` and `[`. Most bodies have neither, and skip a walk of every node."""
-    return text.count("{") + text.count("[") > _MAX_DEPTH or _SURROGATE_ESCAPE.search(text) is not None
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _tree_problem(data: Any) -> str | None:
-    """`deep` past protobuf's nesting limit, `surrogate` for a string that is not valid Unicode."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, str):
-            if _SURROGATE.search(value):
-                return "surrogate"
-        elif isinstance(value, (dict, list)):
-            if depth > _MAX_DEPTH:
-                return "deep"
-            items = [*value, *value.values()] if isinstance(value, dict) else value
-            stack.extend((item, depth + 1) for item in items)
-    return None
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # -- layer 1: proto3-JSON conversion ---------------------------------------------------------------
@@ -217,7 +96,7 @@ def invalid_value(path: str, type_name: str, value: Any, detail: str | None = No
 
 def unknown_name(name: str, location: str, reason: str) -> Rejection:
     at = f" at '{location}'" if location else ""
-    return Rejection(f'{_INVALID_JSON} Unknown name "{name}"{at}: {reason}', field=location)
+    return Rejection(f'{INVALID_JSON} Unknown name "{name}"{at}: {reason}', field=location)
 
 
 def read_message(obj: Mapping[str, Any], name: str, parent: str, type_name: str) -> dict[str, Any] | None:
@@ -306,6 +185,9 @@ def read_content(obj: Mapping[str, Any], path: str) -> WireContent:
 
 
 def _part(obj: Mapping[str, Any], path: str) -> WirePart:
+    plain = _plain_part(obj) if len(obj) == 1 else None
+    if plain is not None:
+        return plain
     data = [key for key, value in obj.items() if key in _DATA_NAMES and value is not None]
     if len(data) > 1:
         raise invalid_value(path, "oneof", None, f"oneof field 'data' is already set. Cannot set '{data[1]}'")
@@ -330,6 +212,21 @@ def _part(obj: Mapping[str, Any], path: str) -> WirePart:
         return WirePart("text", text=text, thought=thought, signature=signature)
     # An empty string leaves the oneof unset, exactly like a missing field (real 400s show this).
     return WirePart("other" if data and text is None else "empty")
+
+
+def _plain_part(obj: Mapping[str, Any]) -> WirePart | None:
+    """The three shapes nearly every part has (`{"text": "..."}`, `{"functionCall": {"name", "args"}}`,
+    `{"functionResponse": {"name", "response"}}`), read without the field-by-field checks they pass
+    anyway; None for anything else, which `_part` checks in full."""
+    ((key, value),) = obj.items()
+    if key == "text":
+        return WirePart("text", text=value) if type(value) is str and value else None
+    if (key == "functionCall" or key == "functionResponse") and type(value) is dict and len(value) == 2:
+        call = key == "functionCall"
+        name, payload = value.get("name"), value.get("args" if call else "response")
+        if type(name) is str and type(payload) is dict:
+            return WirePart("call" if call else "response", name=name, payload=payload)
+    return None
 
 
 def read_declarations(data: Mapping[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:

@@ -4,7 +4,7 @@ Google's front end converts the JSON body to a protobuf before the model backend
 request fails in three layers, checked here in the same order:
 
 1. JSON and proto3-JSON conversion (`Invalid JSON payload received. ...`, `Invalid value at ...`):
-   the first problem wins. That layer lives in `_proto`.
+   the first problem wins. That layer lives in `_jsontext` (the text) and `_proto` (the conversion).
 2. Field validation (`* GenerateContentRequest.<path>: ...\\n`): every violation is listed, one per
    line, as the real API does.
 3. The backend's turn rules (reference B.6: G1, G2, G3 and the role check), walking `contents`.
@@ -22,11 +22,11 @@ from typing import Any
 from ..._types import Tool
 from .._base import Rule
 from ._body import ParsedRequest, Rejection, WireContent
+from ._jsontext import load_json
 from ._proto import (
     TOP_LEVEL_NAMES,
     get_field,
     invalid_value,
-    load_json,
     read_content,
     read_declarations,
     read_message,

@@ -175,6 +175,7 @@ def _response_object(
         "created_at": CREATED_AT,
         "status": status,
         "background": False,
+        **_conversation_field(raw.get("conversation")),
         "error": None,
         "incomplete_details": incomplete,
         "instructions": raw.get("instructions"),
@@ -196,6 +197,14 @@ def _response_object(
         "user": None,
         "metadata": {},
     }
+
+
+def _conversation_field(named: Any) -> dict[str, Any]:
+    """`conversation: {"id": ...}` when the request named one (`"conv_..."` or `{"id": ...}`), as the
+    real answer says which conversation it was added to (openai 3.57 `Response.conversation`); absent
+    otherwise, as in every recorded answer without one. [INF] its place among the fields."""
+    named = named.get("id") if isinstance(named, Mapping) else named
+    return {"conversation": {"id": named}} if isinstance(named, str) else {}
 
 
 def _reasoning_settings(raw: Mapping[str, Any], *, reasoning: bool) -> dict[str, Any]:
