@@ -38,7 +38,11 @@ from sandbox.grading.programs._program_dialogue import ProgramDialogue  # noqa: 
 
 JS_LOOP = ROOT / "examples" / "js" / "loop.mjs"
 _FETCH_REQUEST = """function request(url, { method = "GET", headers = {}, body } = {}) {
-  return fetch(url, { method, headers, body }).then(async (resp) => ({ status: resp.status, text: await resp.text() }));
+  return fetch(url, { method, headers, body }).then(async (resp) => ({
+    status: resp.status,
+    headers: Object.fromEntries(resp.headers),
+    text: await resp.text(),
+  }));
 }
 """
 

@@ -322,6 +322,8 @@ JS_GIVE_UP = (
     ("mistake", "find", "replace", "failing", "lesson"),
     [
         ("no_retry", "const MAX_ATTEMPTS = 3;", "const MAX_ATTEMPTS = 1;", "retries_a_503[", RETRY),
+        ("retries_only_429", "new Set([0, 429, 503, 529])", "new Set([429])", "retries_a_503_streamed[", RETRY),
+        ("unbounded_retries", "const MAX_ATTEMPTS = 3;", "const MAX_ATTEMPTS = 10;", "gives_up_with_an", GIVE_UP),
         ("ignores_hint", JS_WAIT, "", "retries_a_rate_limit_and_an_overload[", RETRY),
         ("retries_400", " || !RETRYABLE.has(error.status)", "", "never_retries_a_400[", None),
         ("vague_give_up", JS_GIVE_UP, '"the model request failed",', "gives_up_with_an_error", GIVE_UP),
