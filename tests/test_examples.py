@@ -357,6 +357,62 @@ def test_a_javascript_retry_mistake_fails_with_its_rule_named(
     assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS, "js"), caught[0]["output"]
 
 
+GO_LOOP = GO_MODULE / "loop" / "main.go"
+GO_GIVE_UP = (
+    'fmt.Errorf("gave up after %d attempts: the provider kept answering %d (%s): %s; "+\n\t\t\t\t'
+    '"check the provider\'s status page and your rate limits", attempt, perr.Status, perr.Type, perr.Message)'
+)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "find", "replace", "failing", "lesson"),
+    [
+        ("no_retry", "maxAttempts   = 3 ", "maxAttempts   = 1 ", "retries_a_503[", RETRY),
+        ("retries_only_429", "status == 0 || status == 429 || status == 503 || status == 529", "status == 429",
+         "retries_a_503[", RETRY),
+        ("unbounded_retries", "maxAttempts   = 3 ", "maxAttempts   = 10", "gives_up_with_an", GIVE_UP),
+        ("ignores_hint", "time.Sleep(wait)", "_ = wait", "retries_a_rate_limit_and_an_overload[", RETRY),
+        ("retries_400", "|| !retryable(perr.Status) {", "{", "never_retries_a_400[", None),
+        ("vague_give_up", GO_GIVE_UP, 'errors.New("the model request failed")', "gives_up_with_an_error", GIVE_UP),
+    ],
+    ids=lambda value: value if isinstance(value, str) and value.isidentifier() else "",
+)  # fmt: skip
+def test_a_go_retry_mistake_fails_with_its_rule_named(
+    go: str,
+    go_env: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    readable_tmp: Path,
+    tmp_path: Path,
+    mistake: str,
+    find: str,
+    replace: str,
+    failing: str,
+    lesson: Lesson | None,
+) -> None:
+    """Challenge 10's mistakes made in the Go reference loop (the lesson's own language), each built as a
+    module of its own on the shipped skyl and caught through `sandbox grade` on Anthropic, whose 429 and
+    529 carry `retry-after`, with the rule named in Go's words."""
+    source = GO_LOOP.read_text()
+    assert find in source, find
+    module = tmp_path / mistake
+    module.mkdir()
+    (module / "main.go").write_text(source.replace(find, replace))
+    skyl = ROOT / "sandbox" / "golang" / "skyl"
+    (module / "go.mod").write_text(f"module mutant\n\ngo 1.19\n\nrequire skyl v0.0.0\n\nreplace skyl => {skyl}\n")
+    program = readable_tmp / mistake
+    built = subprocess.run(
+        [go, "build", "-o", str(program), "."], cwd=module, env=go_env, capture_output=True, text=True, timeout=600
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    report = tmp_path / "results.json"
+    status, _ = grade(capsys, "10", "--wire", "anthropic", "--report", str(report), "--", str(program))
+    assert status == 1
+    tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
+    caught = [test for name, test in tests.items() if failing in name]
+    assert caught and all(test["status"] == "failed" for test in caught), sorted(tests)
+    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS, "go"), caught[0]["output"]
+
+
 def test_the_javascript_feedback_names_the_javascript_api(
     node: str, capsys: pytest.CaptureFixture[str], readable_tmp: Path
 ) -> None:
