@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 
-__all__ = ["become_subreaper", "sweep_children"]
+__all__ = ["become_subreaper", "children", "sweep_children"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -48,8 +48,10 @@ def sweep_children(uid: int, seconds: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def _children(uid: int) -> list[int]:
-    me = str(os.getpid())
+def children() -> list[tuple[int, bytes]]:
+    """This process's children, orphans that came back to it included, each with its state letter
+    (`b"Z"` for a zombie), from Linux's /proc; elsewhere, none known."""
+    me = os.getpid()
     found = []
     try:
         entries = os.listdir("/proc")
@@ -61,16 +63,27 @@ def _children(uid: int) -> list[int]:
         try:
             with open(f"/proc/{entry}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
-            if fields[1].decode() != me or fields[0] == b"Z" and _reaped(int(entry)):
-                continue
-            if _uid(entry) == uid:
-                found.append(int(entry))
         except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append((int(entry), fields[0]))
+    return found
+
+
+def _children(uid: int) -> list[int]:
+    found = []
+    for pid, state in children():
+        if state == b"Z" and _reaped(pid):
+            continue
+        try:
+            if _uid(pid) == uid:
+                found.append(pid)
+        except OSError:
             continue
     return found
 
 
-def _uid(pid: str) -> int | None:
+def _uid(pid: int) -> int | None:
     """The real uid, from `status`: a non-dumpable process's /proc folder is root's whoever runs it."""
     with open(f"/proc/{pid}/status", "rb") as status:
         for line in status:

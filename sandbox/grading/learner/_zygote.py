@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..boundary._protocol import FrameBuffer, send
+from ..boundary._reaper import children
 from ._worker import Worker
 
 __all__ = ["main"]
@@ -153,7 +154,7 @@ def _sweep(workers: set[int]) -> None:
     workers.clear()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        for pid in _children():
+        for pid, _state in children():  # orphans that came back to us included
             _kill_group(pid)
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -172,27 +173,6 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-
-
-def _children() -> list[int]:
-    """Our children, orphans that came back to us included (Linux's /proc; elsewhere, none known)."""
-    me = os.getpid()
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.append(int(entry))
-    return found
 
 
 def _fork(fds: list[int], message: dict[str, Any], inherited: list[int]) -> int:
