@@ -348,13 +348,27 @@ def test_a_javascript_retry_mistake_fails_with_its_rule_named(
     assert find in source, find
     program = readable_tmp / f"{mistake}.mjs"
     program.write_text(source.replace(find, replace))
+    _assert_caught_in_10(capsys, tmp_path, "openai-responses", [node, str(program)], failing, lesson, "js")
+
+
+def _assert_caught_in_10(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    wire: str,
+    command: list[str],
+    failing: str,
+    lesson: Lesson | None,
+    language: str,
+) -> None:
+    """Graded on challenge 10, the program fails every case whose name holds `failing`, and the first
+    of them names the rule (`lesson`, or that a refused request ends the program) in `language`."""
     report = tmp_path / "results.json"
-    status, _ = grade(capsys, "10", "--wire", "openai-responses", "--report", str(report), "--", node, str(program))
+    status, _ = grade(capsys, "10", "--wire", wire, "--report", str(report), "--", *command)
     assert status == 1
     tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
     caught = [test for name, test in tests.items() if failing in name]
     assert caught and all(test["status"] == "failed" for test in caught), sorted(tests)
-    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS, "js"), caught[0]["output"]
+    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS, language), caught[0]["output"]
 
 
 GO_LOOP = GO_MODULE / "loop" / "main.go"
@@ -389,28 +403,20 @@ def test_a_go_retry_mistake_fails_with_its_rule_named(
     failing: str,
     lesson: Lesson | None,
 ) -> None:
-    """Challenge 10's mistakes made in the Go reference loop (the lesson's own language), each built as a
-    module of its own on the shipped skyl and caught through `sandbox grade` on Anthropic, whose 429 and
+    """Challenge 10's mistakes made in the Go reference loop (the lesson's own language), each built in a
+    module made by `sandbox init go` and caught through `sandbox grade` on Anthropic, whose 429 and
     529 carry `retry-after`, with the rule named in Go's words."""
     source = GO_LOOP.read_text()
     assert find in source, find
     module = tmp_path / mistake
-    module.mkdir()
+    init_go(module)  # a learner's module: go.mod and the shipped skyl/ beside main.go
     (module / "main.go").write_text(source.replace(find, replace))
-    skyl = ROOT / "sandbox" / "golang" / "skyl"
-    (module / "go.mod").write_text(f"module mutant\n\ngo 1.19\n\nrequire skyl v0.0.0\n\nreplace skyl => {skyl}\n")
     program = readable_tmp / mistake
     built = subprocess.run(
         [go, "build", "-o", str(program), "."], cwd=module, env=go_env, capture_output=True, text=True, timeout=600
     )
     assert built.returncode == 0, built.stdout + built.stderr
-    report = tmp_path / "results.json"
-    status, _ = grade(capsys, "10", "--wire", "anthropic", "--report", str(report), "--", str(program))
-    assert status == 1
-    tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
-    caught = [test for name, test in tests.items() if failing in name]
-    assert caught and all(test["status"] == "failed" for test in caught), sorted(tests)
-    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS, "go"), caught[0]["output"]
+    _assert_caught_in_10(capsys, tmp_path, "anthropic", [str(program)], failing, lesson, "go")
 
 
 def test_the_javascript_feedback_names_the_javascript_api(
