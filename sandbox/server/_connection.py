@@ -5,7 +5,8 @@ May touch: the connection's transport and its parser; the engine only through `F
 apps only through `Cycle`. A few dozen lines of protocol where uvicorn's ASGI cycle used to be: most
 requests are answered as soon as the read that completed them is parsed, with no task and no
 callback scheduled, and each answer leaves in one write (head and every SSE frame of a stream, all
-ready at once, with its chunked framing made in one join). What one client can cost the others is bounded here and in `_watch`:
+ready at once, with its chunked framing made in one join). What one client can cost the others is
+bounded here and in `_watch`:
 
 - a request head must arrive within `head_timeout` of the connection opening or of the previous
   answer (at most 64 KiB of it), a body within `body_timeout`; an idle kept-alive connection is
