@@ -38,7 +38,8 @@ from typing import Any
 
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
 from ..wire._sse import dumps
-from ..wire.openai_responses import parse_continuing, walk_answer
+from ..wire.anthropic import Thread, Walk, continue_thread, thread_after, walk_thread
+from ..wire.openai_responses import Walked, parse_continuing, walk_answer
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id, normalise_items
 from ._errors import (
@@ -158,8 +159,10 @@ class KeptState:
         request that keeps its answer is walked so that its continuation can go on from it, and a
         continuation with its chain's snapshot walks only its own input (`_chain`)."""
         resume = expanded.resume
+        if resume is not None and wire.name == "anthropic":
+            return self._parse_thread(wire, expanded, resume)
         data = expanded.short if resume is not None and resume.walked is not None else _object(expanded.whole)
-        if resume is None or data is None:
+        if resume is None or data is None or isinstance(resume.walked, Thread):
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         try:
             conversation, parser = parse_continuing(data, resume.walked)
@@ -173,6 +176,22 @@ class KeptState:
             resume.full = lambda: expanded.restore(
                 wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
             )
+        return conversation
+
+    @staticmethod
+    def _parse_thread(wire: WireFormat, expanded: Expanded, resume: Resume) -> Conversation:
+        """A thread's request: a continuation with its thread's snapshot checks only its own messages
+        (`continue_thread`); any error, or no snapshot, and the whole request is walked."""
+        if isinstance(resume.walked, Thread) and expanded.short is not None:
+            try:
+                conversation, walk = continue_thread(expanded.short, resume.walked)
+            except WireError:
+                resume.walked = resume.replayed = None  # walked whole, for the exact error
+            else:
+                resume.parser, resume.tail_only = walk, True
+                resume.full = lambda: wire.parse_request(expanded.whole, path_model=None, path_stream=False)
+                return conversation
+        conversation, resume.parser = walk_thread(expanded.whole)
         return conversation
 
     def _expand_response(self, body: bytes, data: dict[str, Any], owner: str) -> Expanded:
@@ -238,7 +257,7 @@ class KeptState:
             raise unsupported
         kind = thread.get("type")
         if kind == "create":
-            return Expanded(_dumps(rest), keep=True)
+            return Expanded(_dumps(rest), keep=True, resume=Resume())
         previous = thread.get("previous_message_id")
         if kind != "continue" or not isinstance(previous, str):
             raise thread_error(
@@ -260,11 +279,21 @@ class KeptState:
         if not isinstance(messages, list):
             messages = []
         new_items = b",".join(_dumps(message) for message in messages)
+        fields = {**rest, **stored}
+        snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
+        resume, short = Resume(), None
+        if snapshot is not None and isinstance(snapshot.walked, Thread) and _reads_alike(_dumps(rest), new_items):
+            resume.walked, resume.replayed = snapshot.walked, snapshot.replayed
+            resume.chain_bytes = snapshot.chain_bytes
+            short = {**fields, "messages": messages}
         return Expanded(
-            _splice({**rest, **stored}, "messages", (*claim.history, new_items)),
+            b"",
             keep=True,
             claim=claim,
             new_items=new_items,
+            resume=resume,
+            short=short,
+            splice=(fields, "messages", (*claim.history, new_items)),
         )
 
     # -- after the engine --------------------------------------------------------------------------
@@ -316,18 +345,23 @@ class KeptState:
         size = len(added) + ENTRY_OVERHEAD + (len(fields) if claim is None else 0)
         entry = Entry(added, claim.key if claim else None, fields, owner, size)
         if expanded.keep:
-            self._snapshot(entry, expanded, response)
+            self._snapshot(entry, expanded, response, reply)
             self.store.put(str(response["id"]), entry, claim, once=wire.name == "anthropic")
 
     @staticmethod
-    def _snapshot(entry: Entry, expanded: Expanded, response: Mapping[str, Any]) -> None:
-        """What the answer's continuation starts from (`_chain`), held beside the entry. The walk reads
-        the answer's own items, not a parse of the bytes just encoded from them: it keeps only strings
-        and objects it makes itself (tests/test_kept_chains.py proves it holds none of the answer's)."""
+    def _snapshot(entry: Entry, expanded: Expanded, response: Mapping[str, Any], reply: bytes) -> None:
+        """What the answer's continuation starts from (`_chain`), held beside the entry. A Responses walk
+        reads the answer's own items, not a parse of the bytes just encoded from them: it keeps only
+        strings and objects it makes itself (tests/test_kept_chains.py proves it holds none of the
+        answer's); a thread keeps its answer's message as the bytes `reply` it stores."""
         resume = expanded.resume
         if resume is None or resume.parser is None:
             return
-        walked = walk_answer(resume.parser, response["output"])
+        walked: Walked | Thread | None
+        if isinstance(resume.parser, Walk):
+            walked = thread_after(resume.parser, reply)
+        else:
+            walked = walk_answer(resume.parser, response["output"])
         if walked is None:
             return
         if resume.walked is not None:
@@ -370,6 +404,19 @@ def _object(body: bytes) -> dict[str, Any] | None:
 
 def _not_json(name: str) -> Any:
     raise ValueError(name)  # NaN and Infinity are not JSON: the wire format says so
+
+
+def _reads_alike(*parts: bytes) -> bool:
+    """Whether the whole request's JSON, spliced from these re-encoded parts, reads as the parts parsed
+    (no lone surrogate, which its UTF-8 refuses; no NaN or Infinity from an out-of-range number)."""
+    for part in parts:
+        if b"NaN" in part or b"Infinity" in part:
+            return False
+        try:
+            part.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
 
 
 def _stores(body: bytes) -> bool:
