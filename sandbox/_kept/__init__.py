@@ -316,16 +316,18 @@ class KeptState:
         size = len(added) + ENTRY_OVERHEAD + (len(fields) if claim is None else 0)
         entry = Entry(added, claim.key if claim else None, fields, owner, size)
         if expanded.keep:
-            self._snapshot(entry, expanded, reply)
+            self._snapshot(entry, expanded, response)
             self.store.put(str(response["id"]), entry, claim, once=wire.name == "anthropic")
 
     @staticmethod
-    def _snapshot(entry: Entry, expanded: Expanded, reply: bytes) -> None:
-        """What the answer's continuation starts from (`_chain`), held beside the entry."""
+    def _snapshot(entry: Entry, expanded: Expanded, response: Mapping[str, Any]) -> None:
+        """What the answer's continuation starts from (`_chain`), held beside the entry. The walk reads
+        the answer's own items, not a parse of the bytes just encoded from them: it keeps only strings
+        and objects it makes itself (tests/test_kept_chains.py proves it holds none of the answer's)."""
         resume = expanded.resume
         if resume is None or resume.parser is None:
             return
-        walked = walk_answer(resume.parser, json.loads(b"[" + reply + b"]"))
+        walked = walk_answer(resume.parser, response["output"])
         if walked is None:
             return
         if resume.walked is not None:
