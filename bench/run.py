@@ -771,6 +771,7 @@ def row_kept(settings: Settings) -> list[Row]:
     memory, measured = _kept.memory_row(settings.quick)
     cost, timed = _kept.chain_row(settings.quick)
     thread, thread_timed = _kept.thread_row(settings.quick)
+    turn, turn_timed = _kept.conversation_row(settings.quick)
     return [
         Row("kept state: RSS growth for stored responses past the bound", memory, "the store's bound", "<= 1.5",
             memory <= 1.5, measured),
@@ -778,6 +779,8 @@ def row_kept(settings: Settings) -> list[Row]:
             "<= 2 (cost of what is new)", cost <= 2, timed),
         Row("kept state: one Anthropic thread continuation at depth 500", thread, "the same at depth 10-30",
             "<= 2 (cost of what is new)", thread <= 2, thread_timed),
+        Row("kept state: one Responses conversation turn at depth 500", turn, "the same at depth 10-30",
+            "<= 2 (cost of what is new)", turn <= 2, turn_timed),
     ]  # fmt: skip
 
 

@@ -251,9 +251,9 @@ def test_a_snapshot_holds_none_of_the_answers_objects(scenario: str, monkeypatch
     responses: list[dict[str, Any]] = []
     snapshot = _kept.KeptState._snapshot
 
-    def spy(entry: Any, expanded: Any, response: dict[str, Any]) -> None:
+    def spy(entry: Any, expanded: Any, response: dict[str, Any], reply: bytes) -> None:
         responses.append(response)
-        snapshot(entry, expanded, response)
+        snapshot(entry, expanded, response, reply)
 
     monkeypatch.setattr(_kept.KeptState, "_snapshot", staticmethod(spy))
     answers = []

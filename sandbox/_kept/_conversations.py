@@ -32,7 +32,7 @@ from ..wire import Rule, WireError, get_wire_format
 from ._errors import explain_missing_conversation
 from ._store import ENTRY_OVERHEAD, Entry, Store
 
-__all__ = ["CONVERSATIONS", "Conversations", "conversation_id", "normalise_items"]
+__all__ = ["CONVERSATIONS", "Conversations", "conversation_id", "normalise_items", "normalised"]
 
 CONVERSATIONS = "/v1/conversations"
 MAX_ITEMS_AT_ONCE = 20
@@ -51,7 +51,13 @@ def conversation_id(value: Any) -> str | None:
 def normalise_items(items: list[Any], seed: str) -> bytes:
     """`items` as the conversation stores and lists them, comma-joined JSON; ids from `seed` (unique
     to the answer that adds them) where an item has none."""
-    out: list[bytes] = []
+    return b",".join(_dumps(item) for item in normalised(items, seed))
+
+
+def normalised(items: list[Any], seed: str) -> list[dict[str, Any]]:
+    """`items` as the conversation stores them (`normalise_items`), as objects: new dicts, though
+    their values may be the items' own."""
+    out: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             continue
@@ -69,8 +75,8 @@ def normalise_items(items: list[Any], seed: str) -> bytes:
             stored.update({key: value for key, value in item.items() if key not in ("id", "type")})
             if kind in ("function_call", "function_call_output"):
                 stored.setdefault("status", "completed")
-        out.append(_dumps(stored))
-    return b",".join(out)
+        out.append(stored)
+    return out
 
 
 class Conversations:
@@ -125,16 +131,16 @@ class Conversations:
         fields = json.loads(entry.fields)
         fields["metadata"] = data.get("metadata") or {}
         encoded = _dumps(fields)
-        self.store.update(key, owner, entry.items, encoded, append=False)
+        self.store.update(key, owner, fields=encoded)
         return _dumps(_object(key, encoded))
 
     # -- items ---------------------------------------------------------------------------------
 
     def _add(self, key: str, body: bytes, owner: str, seed: str) -> bytes:
-        entry = self._entry(key, owner)
+        self._entry(key, owner)  # 404 for a conversation this sender does not hold
         items = self._items(self._json(body, allow_empty=False), required=True)
         added = normalise_items(items, seed)
-        self.store.update(key, owner, added, entry.fields, append=True)
+        self.store.update(key, owner, append=added)
         return _dumps(_page(json.loads(b"[" + added + b"]"), has_more=False))
 
     def _list(self, key: str, query: str, owner: str) -> bytes:
@@ -166,7 +172,7 @@ class Conversations:
         if method == "GET":
             return _dumps(found)
         kept = b",".join(_dumps(item) for item in items if item is not found)
-        self.store.update(key, owner, kept, entry.fields, append=False)
+        self.store.update(key, owner, items=kept)
         return _dumps(_object(key, entry.fields))
 
     # -- helpers -------------------------------------------------------------------------------
@@ -182,6 +188,11 @@ class Conversations:
         entry = self.store.get(key) if key.startswith("conv_") else None
         return entry if entry is not None and entry.owner == owner else None
 
+    def held(self, key: str, owner: str) -> tuple[bytes, tuple[bytes, ...], int, object] | None:
+        """The items of the conversation `key` of `owner` (`Store.view`) and the snapshot of their walk,
+        read together (another turn may be appending), or None."""
+        return self.store.view(key, owner) if key.startswith("conv_") else None
+
     def not_found(self, key: str) -> WireError:
         error = self.wire.error(404, f"Conversation with id '{key}' not found.", rule=Rule.NOT_FOUND)  # [OBS]
         return explain_missing_conversation(error)
@@ -196,7 +207,7 @@ class Conversations:
 
     @staticmethod
     def _all(entry: Entry) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = json.loads(b"[" + entry.items + b"]")
+        items: list[dict[str, Any]] = json.loads(b"[" + b",".join(part for part in entry.parts if part) + b"]")
         return items
 
     def _json(self, body: bytes, *, allow_empty: bool) -> dict[str, Any]:
