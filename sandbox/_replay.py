@@ -12,7 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._scenario import Scenario, Step, is_usable, render_text
-from ._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
+from ._types import (
+    Message,
+    Part,
+    Reasoning,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    Usage,
+    wire_call,
+    wire_message,
+    wire_text,
+)
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat
 from .wire._reasoning import reasoning_tokens
 
@@ -32,7 +43,7 @@ class Position:
 
 def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
     return [
-        ToolCall(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
+        wire_call(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
         for index, call in enumerate(step.calls)
     ]
 
@@ -63,14 +74,14 @@ def render_turn(
     reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
     parts: list[Part] = list(reasoning)
     if text:
-        parts.append(Text(text))
+        parts.append(wire_text(text))
     parts.extend(calls)
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
     # The README's "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
     output_tokens = 1 + len(text) // 4 + sum(8 + len(str(call.arguments)) // 4 for call in calls) + thinking
     return ModelTurn(
-        message=Message("assistant", parts),
+        message=wire_message("assistant", parts),
         stop_reason=stop,
         seed=f"{scenario.name}/{position.step}",
         raw_stop_reason=step.stop_reasons.get(wire.name),

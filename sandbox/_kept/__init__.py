@@ -158,8 +158,10 @@ class KeptState:
         request that keeps its answer is walked so that its continuation can go on from it, and a
         continuation with its chain's snapshot walks only its own input (`_chain`)."""
         resume = expanded.resume
-        data = expanded.short if resume is not None and resume.walked is not None else _object(expanded.whole)
-        if resume is None or data is None:
+        if resume is None:
+            return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
+        data = expanded.short if resume.walked is not None else _object(expanded.whole)
+        if data is None:
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         try:
             conversation, parser = parse_continuing(data, resume.walked)
