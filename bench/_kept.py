@@ -4,8 +4,8 @@
   the store's bound (64 MiB): the bound is real memory, not a count of JSON never kept (the store
   once held parsed objects: +575 MB);
 - continuation cost: a `previous_response_id` chain, the time of one continuation at depth 500
-  against depth 10 (what a continuation costs in proportion to the chain); the same for an
-  Anthropic message thread (`thread: continue`).
+  against depth 10-30 (what a continuation costs in proportion to the chain); the same for an
+  Anthropic message thread (`thread: continue`) and for a Responses `conversation`.
 
 Each runs in a fresh process, in process (no sockets).
 """
@@ -98,6 +98,27 @@ def thread_child(depth: int) -> None:
     print(json.dumps({"median_ms": statistics.median(times[-20:]) * 1000}))
 
 
+def conversation_child(depth: int) -> None:
+    """Prints the median time of the last 20 turns of a Responses `conversation` `depth` turns long."""
+    import sandbox
+
+    engine = sandbox.Engine(budget=depth + 10)
+    created = json.loads(engine.handle("POST", "/v1/conversations", b"{}").body)
+    turn = {"model": "runaway", "conversation": created["id"], "tools": TOOLS}
+    answer = json.loads(engine.handle("POST", "/v1/responses", json.dumps({**turn, "input": "Weather?"}).encode()).body)
+    times = []
+    for _ in range(depth):
+        call = next(item for item in answer["output"] if item["type"] == "function_call")
+        output = {"type": "function_call_output", "call_id": call["call_id"], "output": "18C"}
+        body = json.dumps({**turn, "input": [output]}).encode()
+        started = time.perf_counter()
+        exchange = engine.handle("POST", "/v1/responses", body)
+        times.append(time.perf_counter() - started)
+        assert exchange.status == 200, exchange.body[:300]
+        answer = json.loads(exchange.body)
+    print(json.dumps({"median_ms": statistics.median(times[-20:]) * 1000}))
+
+
 def _child(*args: str) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, str(HERE / "_kept.py"), *args], capture_output=True, text=True, check=False, timeout=900
@@ -135,11 +156,20 @@ def thread_row(quick: bool) -> tuple[float, str]:
     return long / short, f"{short:.2f} ms at depth 10-30, {long:.1f} ms at depth 480-500 (median of 20)"
 
 
+def conversation_row(quick: bool) -> tuple[float, str]:
+    """(conversation turn time at depth 500 / at depth 10-30, what was measured)."""
+    short = _child("conversation", "30")["median_ms"]
+    long = _child("conversation", "500")["median_ms"]
+    return long / short, f"{short:.2f} ms at depth 10-30, {long:.1f} ms at depth 480-500 (median of 20)"
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent))
     if sys.argv[1] == "memory":
         memory_child(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     elif sys.argv[1] == "thread":
         thread_child(int(sys.argv[2]))
+    elif sys.argv[1] == "conversation":
+        conversation_child(int(sys.argv[2]))
     else:
         chain_child(int(sys.argv[2]))

@@ -316,15 +316,16 @@ SERVE_CLIENTS = (1, 16, 64)
 
 
 def row_serve(settings: Settings) -> list[Row]:
-    """The sandbox, the starlette floor and aimock side by side; cells rotate between them round by
-    round, and each keeps its best round, so the machine's noise hits all three."""
+    """The sandbox, the starlette floor and aimock side by side, and `sandbox serve` with a canned
+    engine (`protocol`: the server's own cost, outside the engine); cells rotate between them round
+    by round, and each keeps its best round, so the machine's noise hits all of them alike."""
     import _serve
 
     seconds, rounds = (0.8, 1) if settings.quick else (1.2, 3)
     skipped = _serve.aimock_ready()
     if skipped:
         print(skipped, file=sys.stderr, flush=True)
-    kinds = ["sandbox", "starlette"] + ([] if skipped else ["aimock"])
+    kinds = ["sandbox", "starlette", "protocol"] + ([] if skipped else ["aimock"])
     cells: dict[tuple[str, bool, int], _serve.Cell] = {}
     cpus: dict[tuple[str, bool, int], float] = {}
     for stream in (False, True):
@@ -353,6 +354,9 @@ def row_serve(settings: Settings) -> list[Row]:
 
         def profile(stream: bool = stream) -> str:
             return profile_server(stream, seconds)
+
+        def profile_protocol(stream: bool = stream) -> str:
+            return profile_server(stream, seconds, "protocol")
 
         for clients in SERVE_CLIENTS:
             subject, floor = cells["sandbox", stream, clients], cells["starlette", stream, clients]
@@ -397,6 +401,21 @@ def row_serve(settings: Settings) -> list[Row]:
                         profile,
                     )
                 )
+            protocol = cpus.get(("protocol", stream, clients))
+            if protocol is not None and floor_cpu is not None:
+                rows.append(
+                    Row(
+                        f"{name}: the server outside the engine, CPU per request against the starlette floor",
+                        protocol / floor_cpu,
+                        "minimal starlette app's whole request, same canned answers (best round each)",
+                        "<= 0.5x",
+                        protocol <= 0.5 * floor_cpu,
+                        f"sandbox serve with a canned engine {protocol:.0f} us "
+                        f"({cells['protocol', stream, clients].rps:.0f} req/s) vs starlette {floor_cpu:.0f} us; "
+                        f"load generator {cells['protocol', stream, clients].client_us:.0f} us",
+                        profile_protocol,
+                    )
+                )
             others = "".join(
                 f", {kind} {cells[kind, stream, clients].p50_ms:.2f} / {cells[kind, stream, clients].p99_ms:.2f}"
                 for kind in kinds[1:]
@@ -436,15 +455,16 @@ def row_stalls(settings: Settings) -> list[Row]:
     ]
 
 
-def profile_server(stream: bool, seconds: float) -> str:
-    """Where the server's time goes at 64 clients: the server child under cProfile."""
+def profile_server(stream: bool, seconds: float, kind: str = "sandbox") -> str:
+    """Where the server's time goes at 64 clients: the server child (`sandbox`, or `protocol`: with a
+    canned engine) under cProfile."""
     import _serve
 
     pool = _serve.request_pool(stream)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "server.prof"
-        with _serve.server_process("sandbox", profile=out) as served:
-            _serve.measure("sandbox", served.port, pool, stream=stream, clients=64, seconds=seconds)
+        with _serve.server_process(kind, profile=out) as served:
+            _serve.measure(kind, served.port, pool, stream=stream, clients=64, seconds=seconds)
         text = io.StringIO()
         pstats.Stats(str(out), stream=text).sort_stats("tottime").print_stats(22)
     return _trim_profile(text.getvalue())
@@ -751,6 +771,7 @@ def row_kept(settings: Settings) -> list[Row]:
     memory, measured = _kept.memory_row(settings.quick)
     cost, timed = _kept.chain_row(settings.quick)
     thread, thread_timed = _kept.thread_row(settings.quick)
+    turn, turn_timed = _kept.conversation_row(settings.quick)
     return [
         Row("kept state: RSS growth for stored responses past the bound", memory, "the store's bound", "<= 1.5",
             memory <= 1.5, measured),
@@ -758,6 +779,8 @@ def row_kept(settings: Settings) -> list[Row]:
             "<= 2 (cost of what is new)", cost <= 2, timed),
         Row("kept state: one Anthropic thread continuation at depth 500", thread, "the same at depth 10-30",
             "<= 2 (cost of what is new)", thread <= 2, thread_timed),
+        Row("kept state: one Responses conversation turn at depth 500", turn, "the same at depth 10-30",
+            "<= 2 (cost of what is new)", turn <= 2, turn_timed),
     ]  # fmt: skip
 
 

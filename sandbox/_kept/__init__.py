@@ -31,25 +31,19 @@ What the real APIs do, as the official SDKs read it:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
-from ..wire._sse import dumps
-from ..wire.openai_responses import parse_continuing, walk_answer
+from ..wire.anthropic import Thread, Walk, thread_after
+from ..wire.openai_responses import Walked, parse_continuing, walk_answer
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
-from ._conversations import CONVERSATIONS, Conversations, conversation_id, normalise_items
-from ._errors import (
-    explain_missing_conversation,
-    explain_missing_response,
-    fingerprint_mismatch,
-    thread_error,
-    thread_refusal,
-    unsupported_in_thread,
-)
+from ._conversations import CONVERSATIONS, Conversations, conversation_id
+from ._errors import explain_missing_conversation, explain_missing_response
+from ._expanded import Expanded, dumps_bytes, json_object
 from ._store import ENTRY_OVERHEAD, Claim, Entry, Store
+from ._threads import THREAD_CREATE_ONLY, expand_thread, parse_thread
+from ._turns import append_turn, expand_conversation
 
 __all__ = ["CONVERSATIONS", "DEFAULT_MAX_KEPT", "DEFAULT_MAX_KEPT_BYTES", "Expanded", "KeptState", "Replayed", "Resume"]
 
@@ -58,50 +52,7 @@ DEFAULT_MAX_KEPT = 2_000
 DEFAULT_MAX_KEPT_BYTES = 64 * 1024 * 1024
 """Bytes of stored history kept at most, counted as held in memory."""
 
-_THREAD_CREATE_ONLY = ("system", "tools")
 _MARKERS = (b'"previous_response_id"', b'"thread"', b'"conversation"')
-
-
-@dataclass(frozen=True)
-class Expanded:
-    """A request as the engine sees it, and what to keep once it is answered."""
-
-    body: bytes
-    """The request as the wire format reads it; empty for a stored response's continuation, whose
-    whole request is `whole` (spliced only if it is walked whole)."""
-    keep: bool = False
-    """Store the answered turn under the response's id (a thread turn, or `store` not false)."""
-    claim: Claim | None = None
-    """The stored turn this request continues, held until it is answered or fails."""
-    new_items: bytes | None = None
-    """The JSON of the messages or items the client sent with a continuation (None: the whole request's)."""
-    missing: str | None = None
-    """Why the store does not hold the `previous_response_id` (`Store.claim`'s reason): the wire format
-    reports it, `explain` adds why."""
-    missing_conversation: str | None = None
-    """A `conversation` the store does not hold for this sender: the wire format reports it."""
-    conversation: str | None = None
-    """The conversation this request reads, to which its input and output are appended."""
-    conversation_input: bytes = b"[]"
-    """The request's own `input`, as JSON, for the conversation."""
-    echo: Mapping[str, Any] = field(default_factory=dict)
-    """Request fields the expansion removed that the answer echoes (`previous_response_id`)."""
-    resume: Resume | None = None
-    """A Responses request's head start from its chain's snapshot, and what it leaves (`_chain`)."""
-    short: dict[str, Any] | None = None
-    """The continuation's own fields and `input`, walked after the chain's snapshot."""
-
-    splice: tuple[Mapping[str, Any], str, tuple[bytes, ...]] | None = None
-    """The whole request as fields and the chain's fragments, spliced only when it is walked whole."""
-
-    @property
-    def whole(self) -> bytes:
-        """The request the continuation stands for, history included."""
-        return _splice(*self.splice) if self.splice is not None else self.body
-
-    def restore(self, conversation: Conversation) -> Conversation:
-        """The conversation as the client sent it, for the answer's echo of the request."""
-        return replace(conversation, raw={**conversation.raw, **self.echo}) if self.echo else conversation
 
 
 class KeptState:
@@ -137,18 +88,18 @@ class KeptState:
         continue. Anything it does not recognise goes on unchanged, for the wire format to judge.
         A returned `claim` must be given back: `keep` on success, `release` otherwise."""
         if wire.name == "anthropic" and b'"thread"' in body:
-            data = _object(body)
+            data = json_object(body)
             if data is not None and isinstance(data.get("thread"), dict):
-                return self._expand_thread(wire, data, owner)
+                return expand_thread(self.store, wire, data, owner)
         if wire.name == "openai-responses":
-            data = _object(body) if b'"previous_response_id"' in body or b'"conversation"' in body else None
+            data = json_object(body) if b'"previous_response_id"' in body or b'"conversation"' in body else None
             if data is not None and isinstance(data.get("previous_response_id"), str):
                 if data.get("conversation") is not None:
                     return Expanded(body)  # both: the wire format refuses the pair
                 return self._expand_response(body, data, owner)
             key = conversation_id(data.get("conversation")) if data is not None else None
             if data is not None and key is not None:
-                return self._expand_conversation(body, data, key, owner)
+                return expand_conversation(self.conversations, body, data, key, owner)
             keep = b'"store"' not in body or _stores(body)
             return Expanded(body, keep=keep, resume=Resume() if keep else None)
         return Expanded(body)
@@ -160,8 +111,10 @@ class KeptState:
         resume = expanded.resume
         if resume is None:
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
-        data = expanded.short if resume.walked is not None else _object(expanded.whole)
-        if data is None:
+        if wire.name == "anthropic":
+            return parse_thread(wire, expanded, resume)
+        data = expanded.short if resume.walked is not None else json_object(expanded.whole)
+        if data is None or isinstance(resume.walked, Thread):  # Thread: for mypy only
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         try:
             conversation, parser = parse_continuing(data, resume.walked)
@@ -187,10 +140,12 @@ class KeptState:
         claim = self.store.claim(previous, owner, once=False)
         if not isinstance(claim, Claim):
             return Expanded(body, missing=claim)  # the wire format answers "Previous response ... not found."
-        new_items = b",".join(_dumps(item) for item in new_input)
+        new_items = b",".join(dumps_bytes(item) for item in new_input)
         rest = {key: value for key, value in data.items() if key not in ("previous_response_id", "input")}
         keep = data.get("store") is not False
         snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
+        if snapshot is not None and not isinstance(snapshot.walked, Walked):
+            snapshot = None  # a thread's turn named as a response: walked whole
         resume = None
         if keep or snapshot is not None:
             resume = Resume()
@@ -209,64 +164,6 @@ class KeptState:
             resume=resume,
             short={**rest, "input": new_input} if snapshot is not None else None,
             splice=(rest, "input", (*claim.history, new_items)),
-        )
-
-    def _expand_conversation(self, body: bytes, data: dict[str, Any], key: str, owner: str) -> Expanded:
-        new_input = data.get("input", [])
-        if isinstance(new_input, str):
-            new_input = [{"role": "user", "content": new_input}]
-        if not isinstance(new_input, list):
-            return Expanded(body)
-        entry = self.conversations.find(key, owner)
-        if entry is None:
-            return Expanded(body, missing_conversation=key)  # the wire format answers "Conversation ... not found."
-        new_items = b",".join(_dumps(item) for item in new_input)
-        history = b",".join(part for part in (entry.items, new_items) if part)
-        rest = {name: value for name, value in data.items() if name not in ("conversation", "input")}
-        return Expanded(
-            _splice(rest, "input", (history,)),
-            keep=data.get("store") is not False,
-            new_items=history,
-            conversation=key,
-            conversation_input=_dumps(new_input),
-            echo={"conversation": data["conversation"]},
-        )
-
-    def _expand_thread(self, wire: WireFormat, data: dict[str, Any], owner: str) -> Expanded:
-        thread = data["thread"]
-        rest = {key: value for key, value in data.items() if key != "thread"}
-        unsupported = unsupported_in_thread(wire, rest)
-        if unsupported is not None:
-            raise unsupported
-        kind = thread.get("type")
-        if kind == "create":
-            return Expanded(_dumps(rest), keep=True)
-        previous = thread.get("previous_message_id")
-        if kind != "continue" or not isinstance(previous, str):
-            raise thread_error(
-                wire,
-                400,
-                f'thread: expected {{"type": "create"}} or {{"type": "continue", '
-                f'"previous_message_id": "msg_..."}}, got {json.dumps(thread)[:200]}',
-                None,
-            )
-        claim = self.store.claim(previous, owner, once=True)
-        if not isinstance(claim, Claim):
-            raise thread_refusal(wire, previous, claim, self.store)
-        stored = json.loads(claim.fields) if claim.fields else {}
-        changed = [f"`{name}`" for name in _THREAD_CREATE_ONLY if name in rest and rest[name] != stored.get(name)]
-        if changed:
-            self.store.release(claim)
-            raise fingerprint_mismatch(wire, changed)
-        messages = rest.pop("messages", [])
-        if not isinstance(messages, list):
-            messages = []
-        new_items = b",".join(_dumps(message) for message in messages)
-        return Expanded(
-            _splice({**rest, **stored}, "messages", (*claim.history, new_items)),
-            keep=True,
-            claim=claim,
-            new_items=new_items,
         )
 
     # -- after the engine --------------------------------------------------------------------------
@@ -293,41 +190,46 @@ class KeptState:
         if wire.name == "anthropic":
             sent = expanded.new_items
             if sent is None:
-                sent = b",".join(_dumps(message) for message in raw.get("messages", []))
-            reply = _dumps({"role": "assistant", "content": response["content"]})
+                sent = b",".join(dumps_bytes(message) for message in raw.get("messages", []))
+            reply = dumps_bytes({"role": "assistant", "content": response["content"]})
             if claim is not None:
                 fields = claim.fields
             else:
-                kept_fields = {name: raw[name] for name in _THREAD_CREATE_ONLY if name in raw}
-                fields = _dumps(kept_fields) if kept_fields else b""
+                kept_fields = {name: raw[name] for name in THREAD_CREATE_ONLY if name in raw}
+                fields = dumps_bytes(kept_fields) if kept_fields else b""
         else:
             sent = expanded.new_items
             if sent is None:
                 items = raw.get("input", [])
                 if isinstance(items, str):
                     items = [{"role": "user", "content": items}]
-                sent = b",".join(_dumps(item) for item in items)
-            reply = b",".join(_dumps(item) for item in response["output"])
+                sent = b",".join(dumps_bytes(item) for item in items)
+            reply = b",".join(dumps_bytes(item) for item in response["output"])
             fields = b""
         if expanded.conversation is not None:
-            appended = normalise_items([*json.loads(expanded.conversation_input), *response["output"]], turn.request)
-            entry = self.store.get(expanded.conversation)
-            if entry is not None:
-                self.store.update(expanded.conversation, owner, appended, entry.fields, append=True)
+            append_turn(self.conversations, expanded, owner, conversation.model, response["output"], turn.request)
         added = b",".join(part for part in (sent, reply) if part)
         size = len(added) + ENTRY_OVERHEAD + (len(fields) if claim is None else 0)
         entry = Entry(added, claim.key if claim else None, fields, owner, size)
         if expanded.keep:
-            self._snapshot(entry, expanded, reply)
+            if expanded.conversation is None:  # a conversation's turn: the conversation keeps the walk
+                self._snapshot(entry, expanded, response, reply)
             self.store.put(str(response["id"]), entry, claim, once=wire.name == "anthropic")
 
     @staticmethod
-    def _snapshot(entry: Entry, expanded: Expanded, reply: bytes) -> None:
-        """What the answer's continuation starts from (`_chain`), held beside the entry."""
+    def _snapshot(entry: Entry, expanded: Expanded, response: Mapping[str, Any], reply: bytes) -> None:
+        """What the answer's continuation starts from (`_chain`), held beside the entry. A Responses walk
+        reads the answer's own items, not a parse of the bytes just encoded from them: it keeps only
+        strings and objects it makes itself (tests/test_kept_chains.py proves it holds none of the
+        answer's); a thread keeps its answer's message as the bytes `reply` it stores."""
         resume = expanded.resume
         if resume is None or resume.parser is None:
             return
-        walked = walk_answer(resume.parser, json.loads(b"[" + reply + b"]"))
+        walked: Walked | Thread | None
+        if isinstance(resume.parser, Walk):
+            walked = thread_after(resume.parser, reply)
+        else:
+            walked = walk_answer(resume.parser, response["output"])
         if walked is None:
             return
         if resume.walked is not None:
@@ -352,30 +254,6 @@ class KeptState:
         return explain_missing_response(error, expanded.missing, self.store)
 
 
-def _splice(fields: Mapping[str, Any], key: str, parts: tuple[bytes, ...]) -> bytes:
-    """`fields` as a JSON object with `key` set to the array of the JSON fragments `parts`, built from
-    the stored bytes without parsing them."""
-    head = _dumps(fields)
-    array = b'"' + key.encode() + b'":[' + b",".join(part for part in parts if part) + b"]"
-    return (b"{" + array + b"}") if head == b"{}" else head[:-1] + b"," + array + b"}"
-
-
-def _object(body: bytes) -> dict[str, Any] | None:
-    try:
-        data = json.loads(body, parse_constant=_not_json)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(name)  # NaN and Infinity are not JSON: the wire format says so
-
-
 def _stores(body: bytes) -> bool:
-    data = _object(body)
+    data = json_object(body)
     return data is None or data.get("store") is not False
-
-
-def _dumps(data: Any) -> bytes:
-    return dumps(data).encode("utf-8", "surrogatepass")  # json.dumps's compact text, its encoder made once

@@ -1,12 +1,14 @@
-"""A `previous_response_id` continuation in proportion to what is new: the head start a chain keeps.
+"""A continuation in proportion to what is new: the head start a chain keeps (a `previous_response_id`
+chain, an Anthropic message thread, a conversation).
 
-May touch: the Responses wire format's walk (`Walked`, `parse_continuing`), the replay's position and
-the repeat guard's digest; never the store's bytes (the store holds a `Snapshot` beside an entry and
-counts its size). The whole history of a continuation is its chain's: walked again, the items of a
-chain 500 turns long cost 60x one 10 turns long. But each item was checked when it arrived, and
-each answer's items are the fake's own, so what the walk, the replay and the repeat guard's digest
-left after a response is kept with it (`Snapshot`), and its continuation walks, checks and replays
-only its own `input`. The result is the one the whole request would get: a continuation that fails
+May touch: the wire formats' walks (Responses `Walked`, `parse_continuing`; Anthropic `Thread`,
+`continue_thread`), the replay's position and the repeat guard's digest; never the store's bytes
+(the store holds a `Snapshot` beside an entry and counts its size). The whole history of a
+continuation is its chain's: walked again, the items of a chain 500 turns long cost 60x one 10
+turns long. But each item was checked when it arrived, and each answer's items are the fake's own,
+so what the walk, the replay and the repeat guard's digest left after a response is kept with it
+(`Snapshot`), and its continuation walks, checks and replays only its own `input` (a thread: its
+own `messages`). The result is the one the whole request would get: a continuation that fails
 anywhere on the short way is walked again the whole way, for the exact error.
 
 Memory: a snapshot holds the chain's neutral messages as objects, not bytes, so it is counted
@@ -25,6 +27,7 @@ from .._repeats import Digested
 from .._replay import Position
 from .._scenario import Scenario
 from ..wire import Conversation
+from ..wire.anthropic import Thread
 from ..wire.openai_responses import Walked
 
 __all__ = ["Replayed", "Resume", "Snapshot", "snapshot_size"]
@@ -42,7 +45,8 @@ class Replayed:
 
     key: tuple[str, ...]
     """What they depend on beyond the history: the path, the scenario, the instructions (message 0),
-    the reasoning setting. A continuation with another key replays from the start."""
+    the reasoning setting (Responses `reasoning`, Anthropic `thinking`). A continuation with another
+    key replays from the start."""
     messages: int
     position: Position
     digested: Digested
@@ -54,7 +58,7 @@ class Replayed:
 class Snapshot:
     """What a response's continuation starts from."""
 
-    walked: Walked
+    walked: Walked | Thread
     replayed: Replayed | None
     chain_bytes: int
     """The JSON bytes of the whole chain: its messages' objects are held by this snapshot."""
@@ -64,14 +68,18 @@ class Snapshot:
 class Resume:
     """One Responses request's head start and what it leaves for the next (filled in as it is answered)."""
 
-    walked: Walked | None = None
+    walked: Walked | Thread | None = None
     """The chain it continues; None: it starts one (or the chain has no snapshot)."""
+    tail_only: bool = False
+    """The conversation's `raw` holds only the messages from the chain's answer on (a thread's): a replay
+    that cannot go on from the chain's reads the whole request (`full`)."""
     replayed: Replayed | None = None
     chain_bytes: int = 0
     full: Callable[[], Conversation] | None = None
     """The conversation of the whole request, walked the whole way (for an exact error)."""
     parser: Any = None
-    """This request's walk, once it succeeded (the answer's items are walked on from it)."""
+    """This request's walk, once it succeeded (the answer's items are walked on from it: a Responses
+    `_Parser`, an Anthropic `Walk`)."""
     first: int = 0
     """The index of the chain's first message in this request's conversation."""
     out: Replayed | None = None
@@ -85,12 +93,12 @@ class Resume:
     def key(self, path: str, scenario: Scenario, conversation: Conversation) -> tuple[str, ...]:
         raw: Mapping[str, Any] = conversation.raw
         instructions = raw.get("instructions")
-        return (path, scenario.name, repr(instructions), repr(raw.get("reasoning")))
+        return (path, scenario.name, repr(instructions), repr(raw.get("reasoning")), repr(raw.get("thinking")))
 
     def replayed_for(self, key: tuple[str, ...]) -> Replayed | None:
         return self.replayed if self.replayed is not None and self.replayed.key == key else None
 
 
-def snapshot_size(walked: Walked, chain_bytes: int) -> int:
+def snapshot_size(walked: Walked | Thread, chain_bytes: int) -> int:
     """The memory a snapshot holds, as the store counts it."""
     return chain_bytes * SNAPSHOT_BYTES_PER_BYTE + len(walked.messages) * SNAPSHOT_BYTES_PER_MESSAGE

@@ -32,7 +32,7 @@ from ..wire import Rule, WireError, get_wire_format
 from ._errors import explain_missing_conversation
 from ._store import ENTRY_OVERHEAD, Entry, Store
 
-__all__ = ["CONVERSATIONS", "Conversations", "conversation_id", "normalise_items"]
+__all__ = ["CONVERSATIONS", "Conversations", "conversation_id", "normalise_items", "normalised"]
 
 CONVERSATIONS = "/v1/conversations"
 MAX_ITEMS_AT_ONCE = 20
@@ -51,7 +51,13 @@ def conversation_id(value: Any) -> str | None:
 def normalise_items(items: list[Any], seed: str) -> bytes:
     """`items` as the conversation stores and lists them, comma-joined JSON; ids from `seed` (unique
     to the answer that adds them) where an item has none."""
-    out: list[bytes] = []
+    return b",".join(_dumps(item) for item in normalised(items, seed))
+
+
+def normalised(items: list[Any], seed: str) -> list[dict[str, Any]]:
+    """`items` as the conversation stores them (`normalise_items`), as objects: new dicts, though
+    their values may be the items' own."""
+    out: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             continue
@@ -69,8 +75,8 @@ def normalise_items(items: list[Any], seed: str) -> bytes:
             stored.update({key: value for key, value in item.items() if key not in ("id", "type")})
             if kind in ("function_call", "function_call_output"):
                 stored.setdefault("status", "completed")
-        out.append(_dumps(stored))
-    return b",".join(out)
+        out.append(stored)
+    return out
 
 
 class Conversations:
@@ -181,6 +187,11 @@ class Conversations:
         """The conversation `key` of `owner`, or None (a thread's or a response's id is not one)."""
         entry = self.store.get(key) if key.startswith("conv_") else None
         return entry if entry is not None and entry.owner == owner else None
+
+    def held(self, key: str, owner: str) -> tuple[bytes, object] | None:
+        """The items of the conversation `key` of `owner` and the snapshot of their walk, read together
+        (another turn may be appending), or None."""
+        return self.store.view(key, owner) if key.startswith("conv_") else None
 
     def not_found(self, key: str) -> WireError:
         error = self.wire.error(404, f"Conversation with id '{key}' not found.", rule=Rule.NOT_FOUND)  # [OBS]

@@ -107,6 +107,12 @@ class Store:
         with self._lock:
             return self._entries.get(key)
 
+    def view(self, key: str, owner: str) -> tuple[bytes, object] | None:
+        """The items of `key` for `owner` and its snapshot, read together; None if it is not there."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return (entry.items, entry.snapshot) if entry is not None and entry.owner == owner else None
+
     def claim(self, key: str, owner: str, *, once: bool) -> Claim | str:
         """Return the chain of `key` for a continuation and, `once` (a thread turn, continued at most
         once), hold it until the continuation is answered; or say why not: `missing` (never stored
@@ -177,13 +183,30 @@ class Store:
                 entry.intact_at = continued.intact_at if continued is not None else self._removals
             self._make_room()
 
-    def update(self, key: str, owner: str, items: bytes, fields: bytes, *, append: bool) -> bool:
+    def update(
+        self,
+        key: str,
+        owner: str,
+        items: bytes,
+        fields: bytes,
+        *,
+        append: bool,
+        snapshot: object = None,
+        snapshot_size: int = 0,
+        read: bytes | None = None,
+    ) -> bool:
         """Replace (or, `append`, extend) the items of the one-entry chain `key` (a conversation) and set
-        its fields; False if it is not there for `owner`. The entry's size follows what it now holds."""
+        its fields; False if it is not there for `owner`. The entry's size follows what it now holds.
+        Its snapshot goes with any change to its items; `snapshot` (of its items appended) replaces it
+        only if the items are still `read`, the ones the snapshot's request read (no other turn or
+        call changed them since)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry.owner != owner:
                 return False
+            still = entry.items is read
+            if append or items is not entry.items:
+                self._drop_snapshot(key, entry)
             if append:
                 items = b",".join(part for part in (entry.items, items) if part)
             size = len(items) + len(fields) + ENTRY_OVERHEAD
@@ -196,6 +219,11 @@ class Store:
                 self._drop_snapshot(key, entry)
                 self._forget(key)
                 return True
+            if snapshot is not None and still and snapshot_size <= self.max_snapshot_bytes:
+                entry.snapshot, entry.snapshot_size = snapshot, snapshot_size
+                self._snapshots[key] = None
+                self._snapshot_bytes += snapshot_size
+                self._bytes += snapshot_size
             self._make_room()
             return True
 

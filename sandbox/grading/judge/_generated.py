@@ -23,6 +23,7 @@ transcript shows the generated conversation.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -52,6 +53,33 @@ def _named(scenario: Scenario, name: str) -> Scenario:
     return dataclasses.replace(scenario, name=f"generated_{name}")
 
 
+@functools.lru_cache(maxsize=64)
+def _task_scenarios(rounds: tuple[int, int], calls: tuple[int, int], stop: bool) -> st.SearchStrategy[Scenario]:
+    """One strategy object per shape, drawn from by every example: a fresh one is validated again on its
+    first draw, which cost more than the drawing (the examples are the same either way)."""
+    return scenarios(
+        rounds=st.integers(*rounds),
+        calls=st.integers(*calls),
+        repeat=st.just("once"),
+        call_arguments=plausible_arguments,
+        stop=st.sampled_from(list(StopReason)) if stop else None,
+        unique_calls=True,
+        names=plausible_tool_names(),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _runaway_scenarios(calls: tuple[int, int]) -> st.SearchStrategy[Scenario]:
+    return scenarios(
+        rounds=st.just(1),
+        calls=st.integers(*calls),
+        repeat=st.just("forever"),
+        call_arguments=plausible_arguments,
+        unique_calls=True,
+        names=plausible_tool_names(),
+    )
+
+
 @st.composite
 def tasks(
     draw: st.DrawFn,
@@ -66,17 +94,7 @@ def tasks(
 
     With `stop`, every turn reports a stop reason drawn at random, whatever its calls say.
     """
-    scenario = draw(
-        scenarios(
-            rounds=st.integers(*rounds),
-            calls=st.integers(*calls),
-            repeat=st.just("once"),
-            call_arguments=plausible_arguments,
-            stop=st.sampled_from(list(StopReason)) if stop else None,
-            unique_calls=True,
-            names=plausible_tool_names(),
-        )
-    )
+    scenario = draw(_task_scenarios(rounds, calls, stop))
     rounds_made = sum(1 for step in scenario.steps if step.calls)
     return _named(scenario, f"task_{rounds_made}_round{'s' if rounds_made != 1 else ''}")
 
@@ -84,15 +102,6 @@ def tasks(
 @st.composite
 def runaways(draw: st.DrawFn, *, calls: tuple[int, int] = (1, 8)) -> Scenario:
     """A model that asks for the same `calls` calls every turn, forever: only the loop's bound ends it."""
-    scenario = draw(
-        scenarios(
-            rounds=st.just(1),
-            calls=st.integers(*calls),
-            repeat=st.just("forever"),
-            call_arguments=plausible_arguments,
-            unique_calls=True,
-            names=plausible_tool_names(),
-        )
-    )
+    scenario = draw(_runaway_scenarios(calls))
     count = len(scenario.steps[0].calls)
     return _named(scenario, f"runaway_{count}_call{'s' if count != 1 else ''}")

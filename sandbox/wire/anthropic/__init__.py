@@ -9,7 +9,7 @@ This module only binds the jobs into one `WireFormat`; each lives in a module of
 `_client` (the skyl client: request out, message in, whole or streamed), `_body`, `_validate` and
 `_rules` (the API's checks, in its order), `_parse` (a request read into the neutral model),
 `_encode` (the message, its stream, the error envelope), `_reasoning` (thinking blocks and their
-echo rules).
+echo rules), `_thread` (a message thread's walk, kept for its continuation).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from ..._types import Reasoning
 from .._base import BASE58, Conversation, WireError, stable_token
 from .._bound import Bound, Jobs
 from . import _client, _encode, _parse, _reasoning
+from ._thread import Thread, Walk, continue_thread, thread_after, walk_thread
 
-__all__ = ["WIRE", "Anthropic"]
+__all__ = ["WIRE", "Anthropic", "Thread", "Walk", "continue_thread", "thread_after", "walk_thread"]
 
 
 class Anthropic(Bound):

@@ -18,10 +18,15 @@ from ._reasoning import check_final_turn, decode_block
 from ._rules import check_rules
 from ._validate import validate_schema
 
-__all__ = ["parse_request", "to_neutral"]
+__all__ = ["parse_body", "parse_request", "to_neutral"]
 
 
 def parse_request(body: bytes) -> Conversation:
+    return parse_body(body)[0]
+
+
+def parse_body(body: bytes) -> tuple[Conversation, Body]:
+    """`parse_request`, and the checked body it read (what a thread's walk goes on from: `_thread`)."""
     try:
         data = load_json(body)
         checked = validate_schema(data)
@@ -33,7 +38,7 @@ def parse_request(body: bytes) -> Conversation:
         check_rules(checked)
     except Invalid as problem:
         raise error(400, problem.message, rule=problem.rule, message_index=neutral.index_of(problem)) from None
-    return Conversation(
+    conversation = Conversation(
         model=checked.model,
         messages=neutral.messages,
         paths=neutral.paths,
@@ -42,6 +47,7 @@ def parse_request(body: bytes) -> Conversation:
         stream=checked.stream,
         raw=data,
     )
+    return conversation, checked
 
 
 @dataclass
@@ -84,11 +90,13 @@ def _parts(blocks: Sequence[Block]) -> list[Part]:
     return parts  # images, documents, server-tool blocks: nothing the neutral model keeps
 
 
-def to_neutral(body: Body) -> _Neutral:
+def to_neutral(body: Body, *, offset: int = 0) -> _Neutral:
+    """`body` in the neutral model. `offset`: the index of `body.messages[0]` in the whole request (a
+    thread's continuation, whose kept messages, system included, come before it)."""
     neutral = _Neutral()
-    if body.system:
+    if body.system and not offset:
         neutral.add(wire_message("system", [wire_text(text) for text in body.system]), "system")
-    for index, message in enumerate(body.messages):
+    for index, message in enumerate(body.messages, offset):
         path = f"messages[{index}]"
         neutral.first.append(len(neutral.messages))
         if message.role != "user":

@@ -1,0 +1,102 @@
+"""A request as the engine sees it once kept state is expanded into it (`Expanded`), and the JSON
+helpers the expansions share. May touch: nothing but the bytes and objects it is handed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..wire import Conversation
+from ..wire._sse import dumps
+from ._chain import Resume
+from ._store import Claim
+
+__all__ = ["Expanded", "dumps_bytes", "json_object", "reads_alike", "splice"]
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """A request as the engine sees it, and what to keep once it is answered."""
+
+    body: bytes
+    """The request as the wire format reads it; empty for a continuation, whose whole request is
+    `whole` (spliced only if it is walked whole)."""
+    keep: bool = False
+    """Store the answered turn under the response's id (a thread turn, or `store` not false)."""
+    claim: Claim | None = None
+    """The stored turn this request continues, held until it is answered or fails."""
+    new_items: bytes | None = None
+    """The JSON of the messages or items the client sent with a continuation (None: the whole request's)."""
+    missing: str | None = None
+    """Why the store does not hold the `previous_response_id` (`Store.claim`'s reason): the wire format
+    reports it, `explain` adds why."""
+    missing_conversation: str | None = None
+    """A `conversation` the store does not hold for this sender: the wire format reports it."""
+    conversation: str | None = None
+    """The conversation this request reads, to which its input and output are appended."""
+    conversation_input: list[Any] = field(default_factory=list)
+    """The request's own `input` items, for the conversation."""
+    conversation_items: bytes = b""
+    """The conversation's items as this request read them (its answer's snapshot is kept only if they
+    are still the conversation's when it is appended)."""
+    echo: Mapping[str, Any] = field(default_factory=dict)
+    """Request fields the expansion removed that the answer echoes (`previous_response_id`)."""
+    resume: Resume | None = None
+    """The request's head start from its chain's snapshot, and what it leaves (`_chain`)."""
+    short: dict[str, Any] | None = None
+    """The continuation's own fields and `input` (a thread's: `messages`), walked after the snapshot."""
+    splice: tuple[Mapping[str, Any], str, tuple[bytes, ...]] | None = None
+    """The whole request as fields and the chain's fragments, spliced only when it is walked whole."""
+
+    @property
+    def whole(self) -> bytes:
+        """The request the continuation stands for, history included."""
+        return splice(*self.splice) if self.splice is not None else self.body
+
+    def restore(self, conversation: Conversation) -> Conversation:
+        """The conversation as the client sent it, for the answer's echo of the request."""
+        return replace(conversation, raw={**conversation.raw, **self.echo}) if self.echo else conversation
+
+
+def splice(fields: Mapping[str, Any], key: str, parts: tuple[bytes, ...]) -> bytes:
+    """`fields` as a JSON object with `key` set to the array of the JSON fragments `parts`, built from
+    the stored bytes without parsing them."""
+    head = dumps_bytes(fields)
+    array = b'"' + key.encode() + b'":[' + b",".join(part for part in parts if part) + b"]"
+    return (b"{" + array + b"}") if head == b"{}" else head[:-1] + b"," + array + b"}"
+
+
+def json_object(body: bytes) -> dict[str, Any] | None:
+    """`body` as a JSON object, or None (not JSON, NaN or Infinity, or not an object): the wire format
+    then reads it, and says what is wrong."""
+    try:
+        data = json.loads(body, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity are not JSON: the wire format says so
+
+
+def reads_alike(*parts: bytes) -> bool:
+    """Whether the whole request's JSON, spliced from these re-encoded parts, reads as the parts parsed
+    (no lone surrogate, which its UTF-8 refuses; no NaN or Infinity from an out-of-range number), so
+    that a short walk of the parsed parts judges what the whole walk would."""
+    for part in parts:
+        if b"NaN" in part or b"Infinity" in part:
+            return False
+        try:
+            part.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
+
+
+def dumps_bytes(data: Any) -> bytes:
+    """json.dumps's compact text as UTF-8, its encoder made once."""
+    return dumps(data).encode("utf-8", "surrogatepass")
