@@ -27,6 +27,7 @@ from ._repeats import RepeatGuard, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
+from ._types import assembled
 from ._wrong_path import wrong_path
 from .clouds import CloudRefusal, CloudRoute
 from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
@@ -280,7 +281,8 @@ class Engine:
         delivery = None
         if applied is not None:
             chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
-        return Exchange(
+        return assembled(
+            Exchange,
             method=method,
             path=path,
             status=200,
@@ -292,6 +294,7 @@ class Engine:
             scenario=scenario.name,
             step=position.step,
             turn=turn,
+            error=None,
             fault=applied.fault if applied is not None else None,
             delivery=delivery,
         ), response

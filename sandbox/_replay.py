@@ -20,6 +20,7 @@ from ._types import (
     ToolCall,
     ToolResult,
     Usage,
+    assembled,
     wire_call,
     wire_message,
     wire_text,
@@ -80,12 +81,13 @@ def render_turn(
     # The README's "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
     output_tokens = 1 + len(text) // 4 + sum(8 + len(str(call.arguments)) // 4 for call in calls) + thinking
-    return ModelTurn(
+    return assembled(
+        ModelTurn,
         message=wire_message("assistant", parts),
         stop_reason=stop,
         seed=f"{scenario.name}/{position.step}",
         raw_stop_reason=step.stop_reasons.get(wire.name),
-        usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
+        usage=assembled(Usage, input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
         request=request_digest,
         reasoning_tokens=thinking,
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..._types import Message, Part, Role, wire_call, wire_message, wire_result, wire_text
+from ..._types import Message, Part, Role, assembled, wire_call, wire_message, wire_result, wire_text
 from .._base import (
     Conversation,
 )
@@ -38,7 +38,8 @@ def parse_body(body: bytes) -> tuple[Conversation, Body]:
         check_rules(checked)
     except Invalid as problem:
         raise error(400, problem.message, rule=problem.rule, message_index=neutral.index_of(problem)) from None
-    conversation = Conversation(
+    conversation = assembled(
+        Conversation,
         model=checked.model,
         messages=neutral.messages,
         paths=neutral.paths,
@@ -46,6 +47,7 @@ def parse_body(body: bytes) -> tuple[Conversation, Body]:
         tool_choice=checked.tool_choice,
         stream=checked.stream,
         raw=data,
+        cloud=None,
     )
     return conversation, checked
 

@@ -10,7 +10,18 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Message, Part, Reasoning, ToolCall, ToolResult, wire_call, wire_message, wire_result, wire_text
+from ..._types import (
+    Message,
+    Part,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+    assembled,
+    wire_call,
+    wire_message,
+    wire_result,
+    wire_text,
+)
 from .._base import (
     Conversation,
     WireError,
@@ -40,7 +51,8 @@ def parse_request(body: bytes, *, path_model: str | None, path_stream: bool) -> 
         if rejection.content is not None:
             rejection.content = starts[rejection.content]  # the turn's first content on the wire
         raise _reject(rejection, first) from None
-    return Conversation(
+    return assembled(
+        Conversation,
         model=path_model or parsed.model or "",
         messages=messages,
         paths=paths,
@@ -48,6 +60,7 @@ def parse_request(body: bytes, *, path_model: str | None, path_stream: bool) -> 
         tool_choice=parsed.tool_choice,
         stream=path_stream,
         raw=parsed.raw,
+        cloud=None,
     )
 
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Message, Text, Tool, ToolCall, wire_call, wire_message, wire_result, wire_text
+from ..._types import Message, Text, Tool, ToolCall, assembled, wire_call, wire_message, wire_result, wire_text
 from .._base import (
     Conversation,
 )
@@ -35,7 +35,8 @@ def parse_request(body: bytes) -> Conversation:
             message_index=problem.index,
         ) from None
     messages: list[dict[str, Any]] = data["messages"]
-    return Conversation(
+    return assembled(
+        Conversation,
         model=data["model"],
         messages=[neutral_message(message) for message in messages],
         paths=[f"messages[{index}]" for index in range(len(messages))],
@@ -43,6 +44,7 @@ def parse_request(body: bytes) -> Conversation:
         tool_choice=_normalise_tool_choice(data.get("tool_choice")),
         stream=data.get("stream") is True,
         raw=data,
+        cloud=None,
     )
 
 

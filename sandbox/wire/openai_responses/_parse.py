@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Reasoning, Role, Tool, ToolCall, wire_call, wire_message, wire_result, wire_text
+from ..._types import Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_message, wire_result, wire_text
 from .._base import (
     Conversation,
     Rule,
@@ -374,7 +374,8 @@ class _Parser:
             *chain.paths[:kept],
             *(turn.path for turn in self.turns[start:]),
         ]
-        return Conversation(
+        return assembled(
+            Conversation,
             model=self.data["model"],
             messages=self.messages,
             paths=self.paths,
@@ -382,4 +383,5 @@ class _Parser:
             tool_choice=tool_choice,
             stream=self.data.get("stream") is True,
             raw=self.data,
+            cloud=None,
         )
