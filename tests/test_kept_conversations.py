@@ -147,6 +147,15 @@ CHANGES: dict[str, Change] = {
         **body,
         "input": [{**body["input"][0], "output": "Infinity"}],
     },
+    "its answer continued by previous_response_id": lambda engine, key, answers, body: {
+        **{name: value for name, value in body.items() if name != "conversation"},
+        "previous_response_id": answers[-1]["id"],
+    },
+    "an older answer continued by previous_response_id": lambda engine, key, answers, body: {
+        **{name: value for name, value in body.items() if name != "conversation"},
+        "previous_response_id": answers[1]["id"],
+        "input": _outputs_for(answers[1]),
+    },
     "items added between turns": _add_items,
     "an item deleted between turns": _delete_output,
     "new metadata between turns": _new_metadata,

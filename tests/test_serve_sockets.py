@@ -154,3 +154,18 @@ def test_the_grading_endpoint_answers_a_kept_alive_request_as_fast_as_a_fresh_on
     finally:
         endpoint.close()
     assert min(kept) <= 2 * min(fresh), (kept, fresh)
+
+
+def test_requests_pipelined_in_one_write_are_all_answered_in_order(port: int) -> None:
+    """HTTP/1.1 lets a client send requests without waiting for answers; a test harness or a load
+    tool may put thousands in one write. Each gets its answer, in order, on the same connection."""
+    count = 1500
+    heads = b"".join(b"GET /health?n=%d HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n" % index for index in range(count))
+    with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as sock:
+        sock.sendall(heads)
+        data = b""
+        deadline = time.monotonic() + DEADLINE
+        while data.count(b"HTTP/1.1 200 OK\r\n") < count and time.monotonic() < deadline:
+            data += _recv(sock)
+    assert data.count(b"HTTP/1.1 200 OK\r\n") == count
+    assert data.count(b'"status": "ok"') == count

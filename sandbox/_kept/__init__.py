@@ -211,6 +211,9 @@ class KeptState:
         added = b",".join(part for part in (sent, reply) if part)
         size = len(added) + ENTRY_OVERHEAD + (len(fields) if claim is None else 0)
         entry = Entry(added, claim.key if claim else None, fields, owner, size)
+        if expanded.conversation_read is not None:  # its history starts with the conversation's items
+            items, appended = expanded.conversation_read
+            entry.prefix, entry.size = (items, *appended), size + expanded.conversation_bytes
         if expanded.keep:
             if expanded.conversation is None:  # a conversation's turn: the conversation keeps the walk
                 self._snapshot(entry, expanded, response, reply)

@@ -131,16 +131,16 @@ class Conversations:
         fields = json.loads(entry.fields)
         fields["metadata"] = data.get("metadata") or {}
         encoded = _dumps(fields)
-        self.store.update(key, owner, entry.items, encoded, append=False)
+        self.store.update(key, owner, fields=encoded)
         return _dumps(_object(key, encoded))
 
     # -- items ---------------------------------------------------------------------------------
 
     def _add(self, key: str, body: bytes, owner: str, seed: str) -> bytes:
-        entry = self._entry(key, owner)
+        self._entry(key, owner)  # 404 for a conversation this sender does not hold
         items = self._items(self._json(body, allow_empty=False), required=True)
         added = normalise_items(items, seed)
-        self.store.update(key, owner, added, entry.fields, append=True)
+        self.store.update(key, owner, append=added)
         return _dumps(_page(json.loads(b"[" + added + b"]"), has_more=False))
 
     def _list(self, key: str, query: str, owner: str) -> bytes:
@@ -172,7 +172,7 @@ class Conversations:
         if method == "GET":
             return _dumps(found)
         kept = b",".join(_dumps(item) for item in items if item is not found)
-        self.store.update(key, owner, kept, entry.fields, append=False)
+        self.store.update(key, owner, items=kept)
         return _dumps(_object(key, entry.fields))
 
     # -- helpers -------------------------------------------------------------------------------
@@ -188,9 +188,9 @@ class Conversations:
         entry = self.store.get(key) if key.startswith("conv_") else None
         return entry if entry is not None and entry.owner == owner else None
 
-    def held(self, key: str, owner: str) -> tuple[bytes, object] | None:
-        """The items of the conversation `key` of `owner` and the snapshot of their walk, read together
-        (another turn may be appending), or None."""
+    def held(self, key: str, owner: str) -> tuple[bytes, tuple[bytes, ...], int, object] | None:
+        """The items of the conversation `key` of `owner` (`Store.view`) and the snapshot of their walk,
+        read together (another turn may be appending), or None."""
         return self.store.view(key, owner) if key.startswith("conv_") else None
 
     def not_found(self, key: str) -> WireError:
@@ -207,7 +207,7 @@ class Conversations:
 
     @staticmethod
     def _all(entry: Entry) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = json.loads(b"[" + entry.items + b"]")
+        items: list[dict[str, Any]] = json.loads(b"[" + b",".join(part for part in entry.parts if part) + b"]")
         return items
 
     def _json(self, body: bytes, *, allow_empty: bool) -> dict[str, Any]:

@@ -39,9 +39,12 @@ class Expanded:
     """The conversation this request reads, to which its input and output are appended."""
     conversation_input: list[Any] = field(default_factory=list)
     """The request's own `input` items, for the conversation."""
-    conversation_items: bytes = b""
-    """The conversation's items as this request read them (its answer's snapshot is kept only if they
-    are still the conversation's when it is appended)."""
+    conversation_read: tuple[bytes, tuple[bytes, ...]] | None = None
+    """The conversation's `items` and `appended` fragments as this request read them (`Store.view`):
+    its history starts with them, and its snapshot is kept only if they are still the conversation's
+    when its turn is appended."""
+    conversation_bytes: int = 0
+    """Their size in bytes."""
     echo: Mapping[str, Any] = field(default_factory=dict)
     """Request fields the expansion removed that the answer echoes (`previous_response_id`)."""
     resume: Resume | None = None

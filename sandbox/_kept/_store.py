@@ -42,6 +42,12 @@ class Entry:
     owner: str
     """Who may continue it (see `KeptState`)."""
     size: int
+    appended: tuple[bytes, ...] = ()
+    """Fragments appended after `items` (a conversation's turns), held apart so an append copies only
+    what is new; the whole is `parts`."""
+    prefix: tuple[bytes, ...] = ()
+    """Fragments its history starts with, before the chain's own (a conversation turn's response: the
+    conversation's items as that turn read them, the same `bytes`, counted in `size`)."""
     continued: bool = False
     """A thread turn is continued at most once."""
     in_flight: bool = False
@@ -56,6 +62,11 @@ class Entry:
     intact_at: int = -1
     """The store's count of removed entries when this chain was last known whole: while no entry has
     been removed since, a claim need not look for each link."""
+
+    @property
+    def parts(self) -> tuple[bytes, ...]:
+        """Its own fragments, `items` first."""
+        return (self.items, *self.appended)
 
 
 @dataclass(frozen=True)
@@ -107,11 +118,14 @@ class Store:
         with self._lock:
             return self._entries.get(key)
 
-    def view(self, key: str, owner: str) -> tuple[bytes, object] | None:
-        """The items of `key` for `owner` and its snapshot, read together; None if it is not there."""
+    def view(self, key: str, owner: str) -> tuple[bytes, tuple[bytes, ...], int, object] | None:
+        """The `items` and `appended` fragments of `key` for `owner`, their bytes and its snapshot, read
+        together; None if it is not there."""
         with self._lock:
             entry = self._entries.get(key)
-            return (entry.items, entry.snapshot) if entry is not None and entry.owner == owner else None
+            if entry is None or entry.owner != owner:
+                return None
+            return entry.items, entry.appended, entry.size - len(entry.fields) - ENTRY_OVERHEAD, entry.snapshot
 
     def claim(self, key: str, owner: str, *, once: bool) -> Claim | str:
         """Return the chain of `key` for a continuation and, `once` (a thread turn, continued at most
@@ -134,9 +148,9 @@ class Store:
             if entry.intact_at != self._removals and not all(map(entries.__contains__, chain)):
                 return "broken"
             deque(map(entries.move_to_end, reversed(chain)), maxlen=0)  # the whole chain is recently used
-            history = (
-                entry.history if entry.history is not None else tuple(map(_ITEMS, map(entries.__getitem__, chain)))
-            )
+            history = entry.history
+            if history is None:
+                history = (*entries[chain[0]].prefix, *map(_ITEMS, map(entries.__getitem__, chain)))
             entry.in_flight = entry.in_flight or once
             return Claim(key, history, entry.fields, entry.snapshot, chain, self._removals)
 
@@ -179,7 +193,7 @@ class Store:
                 self._snapshots[key] = None
                 self._snapshot_bytes += entry.snapshot_size
                 entry.chain = (*continued.chain, key) if continued is not None else (key,)
-                entry.history = (*continued.history, entry.items) if continued is not None else (entry.items,)
+                entry.history = (*continued.history, entry.items) if continued is not None else entry.parts
                 entry.intact_at = continued.intact_at if continued is not None else self._removals
             self._make_room()
 
@@ -187,31 +201,36 @@ class Store:
         self,
         key: str,
         owner: str,
-        items: bytes,
-        fields: bytes,
         *,
-        append: bool,
+        items: bytes | None = None,
+        append: bytes = b"",
+        fields: bytes | None = None,
         snapshot: object = None,
         snapshot_size: int = 0,
-        read: bytes | None = None,
+        read: tuple[bytes, tuple[bytes, ...]] | None = None,
     ) -> bool:
-        """Replace (or, `append`, extend) the items of the one-entry chain `key` (a conversation) and set
-        its fields; False if it is not there for `owner`. The entry's size follows what it now holds.
-        Its snapshot goes with any change to its items; `snapshot` (of its items appended) replaces it
-        only if the items are still `read`, the ones the snapshot's request read (no other turn or
-        call changed them since)."""
+        """Change the one-entry chain `key` (a conversation): replace its `items`, or `append` to them,
+        and set its `fields`; False if it is not there for `owner`. The entry's size follows what it
+        now holds. Its snapshot goes with any change to its items; `snapshot` (of its items appended)
+        replaces it only if its `items` and `appended` are still `read`, the ones the snapshot's request
+        read (no other turn or call changed them since)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry.owner != owner:
                 return False
-            still = entry.items is read
-            if append or items is not entry.items:
+            still = read is not None and entry.items is read[0] and entry.appended is read[1]
+            kept = entry.size - len(entry.fields) - ENTRY_OVERHEAD
+            if items is not None or append:
                 self._drop_snapshot(key, entry)
+            if items is not None:
+                entry.items, entry.appended, kept = items, (), len(items)
             if append:
-                items = b",".join(part for part in (entry.items, items) if part)
-            size = len(items) + len(fields) + ENTRY_OVERHEAD
+                entry.appended, kept = (*entry.appended, append), kept + len(append)
+            if fields is not None:
+                entry.fields = fields
+            size = kept + len(entry.fields) + ENTRY_OVERHEAD
             self._bytes += size - entry.size
-            entry.items, entry.fields, entry.size = items, fields, size
+            entry.size = size
             self._entries.move_to_end(key)
             if size > self.max_bytes:
                 del self._entries[key]

@@ -36,7 +36,7 @@ def expand_conversation(
     held = conversations.held(key, owner)
     if held is None:
         return Expanded(body, missing_conversation=key)  # the wire format answers "Conversation ... not found."
-    items, snapshot = held
+    items, appended, size, snapshot = held
     new_items = b",".join(dumps_bytes(item) for item in new_input)
     rest = {name: value for name, value in data.items() if name not in ("conversation", "input")}
     resume, short = Resume(), None
@@ -47,14 +47,15 @@ def expand_conversation(
     return Expanded(
         b"",
         keep=data.get("store") is not False,
-        new_items=b",".join(part for part in (items, new_items) if part),
+        new_items=new_items,
         conversation=key,
         conversation_input=new_input,
-        conversation_items=items,
+        conversation_read=(items, appended),
+        conversation_bytes=size,
         echo={"conversation": data["conversation"]},
         resume=resume,
         short=short,
-        splice=(rest, "input", (items, new_items)),
+        splice=(rest, "input", (items, *appended, new_items)),
     )
 
 
@@ -67,20 +68,10 @@ def append_turn(
     assert key is not None
     added = normalised([*expanded.conversation_input, *output], seed)
     appended = b",".join(dumps_bytes(item) for item in added)
-    entry = conversations.store.get(key)
-    if entry is None:
-        return
     snapshot = _snapshot(expanded, model, added, appended)
     size = snapshot_size(snapshot.walked, snapshot.chain_bytes) if snapshot is not None else 0
     conversations.store.update(
-        key,
-        owner,
-        appended,
-        entry.fields,
-        append=True,
-        snapshot=snapshot,
-        snapshot_size=size,
-        read=expanded.conversation_items,
+        key, owner, append=appended, snapshot=snapshot, snapshot_size=size, read=expanded.conversation_read
     )
 
 
@@ -94,7 +85,8 @@ def _snapshot(expanded: Expanded, model: str, added: list[dict[str, Any]], appen
     sent, output = added[:count], added[count:]
     base = resume.walked if isinstance(resume.walked, Walked) else None
     if base is None:  # the request was walked whole: the conversation's items are walked again, once
-        sent = [*json.loads(b"[" + expanded.conversation_items + b"]"), *sent]
+        items, later = expanded.conversation_read or (b"", ())
+        sent = [*json.loads(b"[" + b",".join(part for part in (items, *later) if part) + b"]"), *sent]
     try:
         _, parser = parse_continuing({"model": model, "input": sent}, base)
     except WireError:
@@ -102,5 +94,5 @@ def _snapshot(expanded: Expanded, model: str, added: list[dict[str, Any]], appen
     walked = walk_answer(parser, output)
     if walked is None:
         return None
-    chain = (resume.chain_bytes if base is not None else len(expanded.conversation_items)) + len(appended) + 1
+    chain = (resume.chain_bytes if base is not None else expanded.conversation_bytes) + len(appended) + 1
     return Snapshot(walked, resume.out, chain)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .._engine import Engine, Exchange
@@ -164,8 +164,10 @@ class Front:
         return Reply(204, allowed, ())
 
     def _reply(self, method: str, headers: Mapping[str, str], exchange: Exchange, *, close: bool = False) -> Reply:
-        out = dict(exchange.headers)
         origin = headers.get("origin")
+        if origin is None and method != "HEAD":  # most requests: the engine's headers as they are
+            return Reply(exchange.status, exchange.headers, exchange.chunks, close, exchange.delivery)
+        out = dict(exchange.headers)
         if origin is not None and self._allowed(origin):
             out["access-control-allow-origin"] = self._allow_origin(origin)
             out["access-control-expose-headers"] = "*"
@@ -183,7 +185,7 @@ class Front:
     def _allow_origin(self, origin: str) -> str:
         return "*" if self.any_origin else origin
 
-    def _decode(self, method: str, path: str, body: bytes, encodings: list[str]) -> bytes | Exchange:
+    def _decode(self, method: str, path: str, body: bytes, encodings: Sequence[str]) -> bytes | Exchange:
         """The body with its encodings undone (the last applied first), never more than the limit."""
         for name in reversed(encodings):
             try:
@@ -212,9 +214,11 @@ class _TooLarge(Exception):
     pass
 
 
-def _encodings(headers: Mapping[str, str]) -> list[str]:
+def _encodings(headers: Mapping[str, str]) -> Sequence[str]:
     """The request's content codings in the order they were applied, identity left out."""
-    value = headers.get("content-encoding", "")
+    value = headers.get("content-encoding")
+    if value is None:  # most requests, asked three times each
+        return ()
     return [name for name in (part.strip().lower() for part in value.split(",")) if name and name != "identity"]
 
 

@@ -73,7 +73,8 @@ class Connection(Watch, asyncio.Protocol):
         self.lingering = False
         self.dropped = 0
         self.unsent_seen = 0
-        self.last_answer = ""
+        self.last = ("", "", 0)
+        """The method, path and status of the last answer (for the log: formatted only when it is written)."""
         self._in_head = False
         self._url = b""
         self._head_size = 0
@@ -292,7 +293,7 @@ class Connection(Watch, asyncio.Protocol):
             self.loop.create_task(self._deliver(request, reply, keep))
             return
         transport.write(encode(reply, keep=keep, chunked=reply.streamed and not request.http10))
-        self.last_answer = f"{request.method} {request.path} ({reply.status})"
+        self.last = (request.method, request.path, reply.status)
         self._finish(keep, close=reply.close)
 
     async def drained(self) -> None:
@@ -329,7 +330,7 @@ class Connection(Watch, asyncio.Protocol):
         if not cycle.done:  # an answer begun but not finished: only a close tells the client
             transport.abort()
             return
-        self.last_answer = f"{request.method} {request.path} ({cycle.status})"
+        self.last = (request.method, request.path, cycle.status)
         self._finish(cycle.keep_after and not self.closing, close=False)
 
     def _finish(self, keep: bool, *, close: bool) -> None:

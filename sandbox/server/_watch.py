@@ -35,7 +35,7 @@ class Watch:
     busy: Request | None
     current: Request | None
     lingering: bool
-    last_answer: str
+    last: tuple[str, str, int]
     unsent_seen: int
     _in_head: bool
     _deadline: float
@@ -93,6 +93,11 @@ class Watch:
         )
         transport.abort()
         self.connections.freed = True
+
+    @property
+    def last_answer(self) -> str:
+        method, path, status = self.last
+        return f"{method} {path} ({status})"
 
     def state(self) -> str:
         """What this connection is doing, for the shutdown log."""
