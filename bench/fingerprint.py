@@ -13,7 +13,7 @@ Sections:
 - `catalogue`: every scenario of the catalogue x 4 providers x plain/streamed x reasoning asked or
   not, each a tool loop through the skyl client (at most 6 rounds); `runaway` to a budget of 3; one
   request resent past the repeat guard.
-- `faults`: every fault kind (with `times`, `after`, a provider filter) on each provider's
+- `faults`: every fault kind (with `times`, `after`, a provider filter, retry hints of 0 or 30 s) on each provider's
   `single_call` and `parallel_calls` conversations, plain and streamed, each request sent twice.
 - `mutations`: every node of every distinct valid body of at most 60 nodes the catalogue sent (the
   first requests of each loop: about 500 bodies), replaced by each of 7 wrong-typed values, dropped,
@@ -49,19 +49,18 @@ SECTIONS = ("catalogue", "faults", "mutations", "pool", "alt")
 WRONG: tuple[Any, ...] = (None, True, 0, 1.5, "x", [], {})
 MUTATED_NODES = 60
 """Bodies with more nodes than this are not mutated: longer histories add time, not new shapes."""
-FAULTS = (
-    "rate_limit@1",
-    "rate_limit@2:times=2",
-    "overloaded@1",
-    "server_error@2",
+FAULTS = (  # each error's retry hint 0 (none) or 30 s (every resend is early): the hash never hangs on timing
+    "rate_limit@1:retry_after=0",
+    "rate_limit@2:times=2:retry_after=30",
+    "overloaded@1:retry_after=0",
+    "server_error@2:retry_after=30",
     "stream_error@1",
     "stream_error@2:after=2",
     "truncated@1:after=1",
     "cut@2",
     "cut@1:after=3",
     "latency@1:first_byte=0.01:between=0.001",
-    "rate_limit@1:provider=anthropic",
-    "rate_limit@1:retry_after=3",
+    "rate_limit@1:provider=anthropic:retry_after=30",
 )
 ALT_QUERIES = (None, "alt=sse", "alt=json", "", "alt=", "alt=xml", "alt=sse&alt=json", "key=k&alt=sse", "alt=%ff")
 
