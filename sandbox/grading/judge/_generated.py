@@ -17,7 +17,8 @@ A grading test runs a property over them inside its body, once per wire format:
 Grading must be reproducible and quick: `GRADING` draws the same examples on every run
 (`derandomize`), keeps no database, and does not shrink (a learner's slow or hanging loop would
 be run over and over). A failing example fails the test with the grader's own feedback, whose
-transcript shows the generated conversation.
+transcript shows the generated conversation. The examples a property drew on its first wire format
+are replayed on the others (`_drawn`): the same examples, drawn once.
 """
 
 from __future__ import annotations
@@ -25,19 +26,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase
 from hypothesis import strategies as st
 
 from ..._scenario import Scenario
 from ..._types import StopReason
 from ...strategies import plausible_arguments, plausible_tool_names, scenarios
+from ._drawn import Grading
 
 __all__ = ["EXAMPLES", "GRADING", "runaways", "tasks"]
 
 EXAMPLES = 4
 """Examples per property and wire format: with four formats, 16 generated conversations a property."""
 
-GRADING = settings(
+GRADING = Grading(
     max_examples=EXAMPLES,
     derandomize=True,
     database=None,

@@ -30,6 +30,7 @@ import traceback
 from collections.abc import Iterable
 from typing import Any
 
+from ...wire import PROVIDERS, get_wire_format
 from ..boundary._protocol import FrameBuffer, send
 from ..boundary._reaper import children
 from ._worker import Worker
@@ -57,6 +58,8 @@ def main() -> None:
     ends, the kernel ends everything in the sandbox with it."""
     control = socket.socket(fileno=int(sys.argv[1]))
     _become_subreaper()
+    for provider in PROVIDERS:  # imported once here, not again in every worker that meets it
+        get_wire_format(provider)
     if len(sys.argv) > 3:
         _drop_root(int(sys.argv[2]), int(sys.argv[3]))
     wake_read, wake_write = os.pipe()
