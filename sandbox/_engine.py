@@ -222,7 +222,8 @@ class Engine:
         digest: str,
         resume: Resume | None = None,
     ) -> tuple[Exchange, dict[str, Any] | None]:
-        """The answer to a parsed request, and its JSON object when it is a plain (not streamed) one."""
+        """The answer to a parsed request, and its JSON object when it has one (a plain answer, a
+        Responses stream: see `WireFormat.encode_stream_answer`)."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         check_tools(wire, scenario, conversation)
         key = resume.key(path, scenario, conversation) if resume is not None else ()
@@ -264,7 +265,8 @@ class Engine:
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         response: dict[str, Any] | None = None
         if conversation.stream:
-            chunks = tuple(wire.encode_stream(turn, conversation))
+            frames, response = wire.encode_stream_answer(turn, conversation)
+            chunks = tuple(frames)
             headers = {
                 "content-type": wire.stream_media_type,
                 **wire.request_headers(digest),

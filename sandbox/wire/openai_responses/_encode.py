@@ -24,7 +24,7 @@ from .._sse import dumps, sse_frame
 from ._ids import item_id_for, response_id
 from ._reasoning import stream_item
 
-__all__ = ["encode_response", "encode_stream"]
+__all__ = ["encode_response", "encode_stream", "stream_answer"]
 
 _STATUSES = ("completed", "failed", "in_progress", "cancelled", "queued", "incomplete")
 _TERMINAL_EVENTS = {"incomplete": "response.incomplete", "failed": "response.failed"}
@@ -51,6 +51,11 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """created, in_progress, each item's events, then the terminal event holding the full response."""
+    return stream_answer(turn, conversation)[0]
+
+
+def stream_answer(turn: ModelTurn, conversation: Conversation) -> tuple[list[bytes], dict[str, Any]]:
+    """`encode_stream`'s frames, and the response object they hold (kept state stores it)."""
     final = encode_response(turn, conversation)
     pending = _Encoded(
         dumps({**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None})
@@ -68,7 +73,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         else:
             _stream_message(writer, index, item)
     writer.emit(_TERMINAL_EVENTS.get(final["status"], "response.completed"), response=_Encoded(dumps(final)))
-    return writer.frames
+    return writer.frames, final
 
 
 # -- fake side --------------------------------------------------------------------------------------
