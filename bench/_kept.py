@@ -21,10 +21,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}]
+Step = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def _rss_mb() -> float:
@@ -55,71 +58,96 @@ def memory_child(responses: int, messages: int, bound_mib: float) -> None:
                       "kept": len(store), "evicted": store.evictions}))  # fmt: skip
 
 
-def chain_child(depth: int) -> None:
-    """Prints the median time of the last 20 continuations of a chain `depth` long."""
+CHAINS = 5
+"""Chains timed per figure, each in a fresh engine: the median is of their last 20 continuations each."""
+
+
+def _median_ms(depth: int, start: Callable[[Any], tuple[str, dict[str, Any]]], step: Step) -> float:
+    """The median time of the last 20 continuations of `CHAINS` chains `depth` long: `start(engine)`
+    gives the path and the first answer, `step(answer)` the next continuation's body."""
     import sandbox
 
-    engine = sandbox.Engine(budget=depth + 10)
-    create = json.dumps({"model": "runaway", "input": "Weather?", "tools": TOOLS}).encode()
-    answer = json.loads(engine.handle("POST", "/v1/responses", create).body)
-    times = []
-    for _ in range(depth):
-        call = next(item for item in answer["output"] if item["type"] == "function_call")
-        output = {"type": "function_call_output", "call_id": call["call_id"], "output": "18C"}
-        body = json.dumps(
-            {"model": "runaway", "previous_response_id": answer["id"], "tools": TOOLS, "input": [output]}
-        ).encode()
-        started = time.thread_time()
-        exchange = engine.handle("POST", "/v1/responses", body)
-        times.append(time.thread_time() - started)
-        assert exchange.status == 200, exchange.body[:300]
-        answer = json.loads(exchange.body)
-    print(json.dumps({"median_ms": statistics.median(times[-20:]) * 1000}))
+    times: list[float] = []
+    for _ in range(CHAINS):
+        engine = sandbox.Engine(budget=depth + 10)
+        path, answer = start(engine)
+        for index in range(depth):
+            body = json.dumps(step(answer)).encode()
+            started = time.thread_time()
+            exchange = engine.handle("POST", path, body)
+            elapsed = time.thread_time() - started
+            assert exchange.status == 200, exchange.body[:300]
+            if index >= depth - 20:
+                times.append(elapsed)
+            answer = json.loads(exchange.body)
+    return statistics.median(times) * 1000
+
+
+def _output(answer: dict[str, Any]) -> dict[str, Any]:
+    call = next(item for item in answer["output"] if item["type"] == "function_call")
+    return {"type": "function_call_output", "call_id": call["call_id"], "output": "18C"}
+
+
+def _create(engine: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(engine.handle("POST", path, json.dumps(body).encode()).body)
+    return answer
+
+
+def chain_child(depth: int) -> None:
+    """Prints the median time of a `previous_response_id` continuation at depth `depth - 20` to `depth`."""
+
+    def start(engine: Any) -> tuple[str, dict[str, Any]]:
+        return "/v1/responses", _create(
+            engine, "/v1/responses", {"model": "runaway", "input": "Weather?", "tools": TOOLS}
+        )
+
+    def step(answer: dict[str, Any]) -> dict[str, Any]:
+        return {"model": "runaway", "previous_response_id": answer["id"], "tools": TOOLS, "input": [_output(answer)]}
+
+    print(json.dumps({"median_ms": _median_ms(depth, start, step)}))
 
 
 def thread_child(depth: int) -> None:
-    """Prints the median time of the last 20 continuations of an Anthropic thread `depth` turns long."""
-    import sandbox
-
-    engine = sandbox.Engine(budget=depth + 10)
+    """Prints the median time of an Anthropic thread continuation at depth `depth - 20` to `depth`."""
     tools = [{"name": "get_weather", "input_schema": {"type": "object"}}]
-    body = {"model": "runaway", "max_tokens": 64, "tools": tools, "messages": [{"role": "user", "content": "Weather?"}]}
-    create = json.dumps({**body, "thread": {"type": "create"}}).encode()
-    answer = json.loads(engine.handle("POST", "/v1/messages", create).body)
-    times = []
-    for _ in range(depth):
+
+    def start(engine: Any) -> tuple[str, dict[str, Any]]:
+        messages = [{"role": "user", "content": "Weather?"}]
+        body = {
+            "model": "runaway",
+            "max_tokens": 64,
+            "tools": tools,
+            "messages": messages,
+            "thread": {"type": "create"},
+        }
+        return "/v1/messages", _create(engine, "/v1/messages", body)
+
+    def step(answer: dict[str, Any]) -> dict[str, Any]:
         call = next(block for block in answer["content"] if block["type"] == "tool_use")
         result = {"type": "tool_result", "tool_use_id": call["id"], "content": "18C"}
         thread = {"type": "continue", "previous_message_id": answer["id"]}
-        messages = [{"role": "user", "content": [result]}]
-        request = {"model": "runaway", "max_tokens": 64, "messages": messages, "thread": thread}
-        started = time.thread_time()
-        exchange = engine.handle("POST", "/v1/messages", json.dumps(request).encode())
-        times.append(time.thread_time() - started)
-        assert exchange.status == 200, exchange.body[:300]
-        answer = json.loads(exchange.body)
-    print(json.dumps({"median_ms": statistics.median(times[-20:]) * 1000}))
+        return {
+            "model": "runaway",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": [result]}],
+            "thread": thread,
+        }
+
+    print(json.dumps({"median_ms": _median_ms(depth, start, step)}))
 
 
 def conversation_child(depth: int) -> None:
-    """Prints the median time of the last 20 turns of a Responses `conversation` `depth` turns long."""
-    import sandbox
+    """Prints the median time of a turn of a Responses `conversation` at depth `depth - 20` to `depth`."""
+    turn: dict[str, Any] = {"model": "runaway", "tools": TOOLS}
 
-    engine = sandbox.Engine(budget=depth + 10)
-    created = json.loads(engine.handle("POST", "/v1/conversations", b"{}").body)
-    turn = {"model": "runaway", "conversation": created["id"], "tools": TOOLS}
-    answer = json.loads(engine.handle("POST", "/v1/responses", json.dumps({**turn, "input": "Weather?"}).encode()).body)
-    times = []
-    for _ in range(depth):
-        call = next(item for item in answer["output"] if item["type"] == "function_call")
-        output = {"type": "function_call_output", "call_id": call["call_id"], "output": "18C"}
-        body = json.dumps({**turn, "input": [output]}).encode()
-        started = time.thread_time()
-        exchange = engine.handle("POST", "/v1/responses", body)
-        times.append(time.thread_time() - started)
-        assert exchange.status == 200, exchange.body[:300]
-        answer = json.loads(exchange.body)
-    print(json.dumps({"median_ms": statistics.median(times[-20:]) * 1000}))
+    def start(engine: Any) -> tuple[str, dict[str, Any]]:
+        turn["conversation"] = _create(engine, "/v1/conversations", {})["id"]
+        return "/v1/responses", _create(engine, "/v1/responses", {**turn, "input": "Weather?"})
+
+    def step(answer: dict[str, Any]) -> dict[str, Any]:
+        return {**turn, "input": [_output(answer)]}
+
+    print(json.dumps({"median_ms": _median_ms(depth, start, step)}))
 
 
 def _child(*args: str) -> dict[str, float]:
@@ -149,21 +177,21 @@ def chain_row(quick: bool) -> tuple[float, str]:
     """(continuation time at depth 500 / at depth 10, what was measured)."""
     short = _child("chain", "30")["median_ms"]
     long = _child("chain", "500")["median_ms"]
-    return long / short, f"{short:.2f} ms at depth 10-30, {long:.1f} ms at depth 480-500 (median of 20)"
+    return long / short, f"{short:.2f} ms at depth 10-30, {long:.2f} ms at depth 480-500 (median of {CHAINS} x 20)"
 
 
 def thread_row(quick: bool) -> tuple[float, str]:
     """(thread continuation time at depth 500 / at depth 10-30, what was measured)."""
     short = _child("thread", "30")["median_ms"]
     long = _child("thread", "500")["median_ms"]
-    return long / short, f"{short:.2f} ms at depth 10-30, {long:.1f} ms at depth 480-500 (median of 20)"
+    return long / short, f"{short:.2f} ms at depth 10-30, {long:.2f} ms at depth 480-500 (median of {CHAINS} x 20)"
 
 
 def conversation_row(quick: bool) -> tuple[float, str]:
     """(conversation turn time at depth 500 / at depth 10-30, what was measured)."""
     short = _child("conversation", "30")["median_ms"]
     long = _child("conversation", "500")["median_ms"]
-    return long / short, f"{short:.2f} ms at depth 10-30, {long:.1f} ms at depth 480-500 (median of 20)"
+    return long / short, f"{short:.2f} ms at depth 10-30, {long:.2f} ms at depth 480-500 (median of {CHAINS} x 20)"
 
 
 if __name__ == "__main__":

@@ -125,9 +125,7 @@ class KeptState:
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         resume.parser, resume.first = parser, parser.first
         if resume.walked is not None:
-            resume.full = lambda: expanded.restore(
-                wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
-            )
+            resume.full = expanded.walk_whole(wire, path_model=path_model, path_stream=path_stream)
         return conversation
 
     def _expand_response(self, body: bytes, data: dict[str, Any], owner: str) -> Expanded:

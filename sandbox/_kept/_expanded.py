@@ -4,12 +4,13 @@ helpers the expansions share. May touch: nothing but the bytes and objects it is
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..wire import Conversation
+from ..wire import Conversation, WireFormat
 from ..wire._sse import dumps
 from ._chain import Resume
 from ._store import Claim
@@ -62,6 +63,26 @@ class Expanded:
     def restore(self, conversation: Conversation) -> Conversation:
         """The conversation as the client sent it, for the answer's echo of the request."""
         return replace(conversation, raw={**conversation.raw, **self.echo}) if self.echo else conversation
+
+    def walk_whole(self, wire: WireFormat, *, path_model: str | None, path_stream: bool) -> Callable[[], Conversation]:
+        """What walks the whole request when called (`Resume.full`): it holds the request's parts, not
+        this object, which holds the `Resume` that holds it (a cycle would keep each request's walk
+        alive until the garbage collector's next pass, and make every pass walk them)."""
+        return functools.partial(_walked_whole, wire, self.splice, self.body, self.echo, path_model, path_stream)
+
+
+def _walked_whole(
+    wire: WireFormat,
+    parts: tuple[Mapping[str, Any], str, tuple[bytes, ...]] | None,
+    body: bytes,
+    echo: Mapping[str, Any],
+    path_model: str | None,
+    path_stream: bool,
+) -> Conversation:
+    conversation = wire.parse_request(
+        splice(*parts) if parts is not None else body, path_model=path_model, path_stream=path_stream
+    )
+    return replace(conversation, raw={**conversation.raw, **echo}) if echo else conversation
 
 
 def splice(fields: Mapping[str, Any], key: str, parts: tuple[bytes, ...]) -> bytes:

@@ -85,7 +85,7 @@ def parse_thread(wire: WireFormat, expanded: Expanded, resume: Resume) -> Conver
             resume.walked = resume.replayed = None  # walked whole, for the exact error
         else:
             resume.parser, resume.tail_only = walk, True
-            resume.full = lambda: wire.parse_request(expanded.whole, path_model=None, path_stream=False)
+            resume.full = expanded.walk_whole(wire, path_model=None, path_stream=False)
             return conversation
     conversation, resume.parser = walk_thread(expanded.whole)
     return conversation
