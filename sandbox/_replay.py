@@ -51,22 +51,36 @@ def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number
     ]
 
 
-_SENT: dict[tuple[str, int, int, int], tuple[Scenario, tuple[ToolCall, ...]]] = {}
-"""(wire, scenario, step number, script step) -> the calls the script made there, for the replay to
-compare with alone: never handed out (a caller could change their arguments), and recomputed only
-when the scenario object is another one. Bounded: emptied when full."""
+class _SentCalls:
+    """(wire, scenario, step number, script step) -> the calls the script made there, for the replay to
+    compare with alone: never handed out (a caller could change their arguments), and recomputed only
+    when the scenario object is another one. Bounded: emptied when full. `cache_clear` and
+    `cache_info` as a `functools` memo has them, so whatever empties the sandbox's memos empties it."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._calls: dict[tuple[str, int, int, int], tuple[Scenario, tuple[ToolCall, ...]]] = {}
+        self.cache_clear = self._calls.clear
+        """Empties the memo (an attribute of the memo, not of its class, as a `functools` memo has it)."""
+
+    def __call__(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
+    ) -> tuple[ToolCall, ...]:
+        key = (wire.name, id(scenario), step_number, script_index)
+        found = self._calls.get(key)
+        if found is not None and found[0] is scenario:
+            return found[1]
+        calls = tuple(expected_calls(wire, scenario, scenario.steps[script_index], step_number))
+        if len(self._calls) >= self._size:
+            self._calls.clear()
+        self._calls[key] = (scenario, calls)
+        return calls
+
+    def cache_info(self) -> int:
+        return len(self._calls)
 
 
-def _sent_calls(wire: WireFormat, scenario: Scenario, script_index: int, step_number: int) -> tuple[ToolCall, ...]:
-    key = (wire.name, id(scenario), step_number, script_index)
-    found = _SENT.get(key)
-    if found is not None and found[0] is scenario:
-        return found[1]
-    calls = tuple(expected_calls(wire, scenario, scenario.steps[script_index], step_number))
-    if len(_SENT) >= 4096:
-        _SENT.clear()
-    _SENT[key] = (scenario, calls)
-    return calls
+_sent_calls = _SentCalls()
 
 
 def expected_reasoning(
