@@ -37,6 +37,10 @@ SNAPSHOT_BYTES_PER_MESSAGE = 900
 turn and path (measured with tracemalloc on CPython 3.11: 850 bytes for a short message)."""
 SNAPSHOT_BYTES_PER_BYTE = 2
 """And per byte of the JSON the chain's items came from (the text, as `str`)."""
+SNAPSHOT_BYTES_PER_ID = 400
+"""And per item id a Responses walk holds (its string and set slot): a conversation's items all have
+ids (measured with tracemalloc: a conversation 300 turns long held 1.28 MB of snapshot where the two
+terms above counted 0.92)."""
 
 
 @dataclass(frozen=True)
@@ -101,4 +105,9 @@ class Resume:
 
 def snapshot_size(walked: Walked | Thread, chain_bytes: int) -> int:
     """The memory a snapshot holds, as the store counts it."""
-    return chain_bytes * SNAPSHOT_BYTES_PER_BYTE + len(walked.messages) * SNAPSHOT_BYTES_PER_MESSAGE
+    ids = len(walked.item_ids) if isinstance(walked, Walked) else 0
+    return (
+        chain_bytes * SNAPSHOT_BYTES_PER_BYTE
+        + len(walked.messages) * SNAPSHOT_BYTES_PER_MESSAGE
+        + ids * SNAPSHOT_BYTES_PER_ID
+    )

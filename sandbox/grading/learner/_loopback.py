@@ -1,9 +1,10 @@
 """HTTP to the grader's endpoint, from the process running learner code: httpx transports for the skyl
-clients, and the tool runs.
+clients, the httpx clients around them, and the tool runs.
 
 httpx's own connection pool costs more than the sandbox's answer, and a grading run makes thousands
 of requests to one loopback address, so these transports speak HTTP/1.1 over kept-alive sockets
-themselves: the request bytes are httpx's, the answer is the endpoint's, nothing in between.
+themselves: the request bytes are httpx's, the answer is the endpoint's, nothing in between. The
+clients (`DirectClient`) hand each request straight to that transport, for the same reason.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["AsyncConnections", "Connections"]
+__all__ = ["AsyncConnections", "Connections", "DirectAsyncClient", "DirectClient"]
 
 _TIMEOUT = 120.0
 """Seconds to wait for the endpoint; the grader's own deadline is far shorter and ends the process."""
@@ -250,3 +251,52 @@ class _AsyncTransport(httpx.AsyncBaseTransport):
         except (OSError, asyncio.IncompleteReadError) as exc:
             raise httpx.ConnectError(str(exc), request=request) from None
         return httpx.Response(status, headers=headers, stream=_Frames(content), request=request)
+
+
+class DirectClient(httpx.Client):
+    """The httpx client inside the learner's skyl client: each request goes straight to its transport.
+
+    httpx's `send` runs auth, redirects, cookies and event hooks around the transport, none of which the
+    grader's endpoint uses (it asks no auth, never redirects, sets no cookie), and which cost more than
+    the endpoint's answer: the cookie jar alone builds a urllib request for every response. A client
+    sends every request of a dialogue to one URL, parsed once."""
+
+    def __init__(self, transport: httpx.BaseTransport) -> None:
+        super().__init__(transport=transport, timeout=_TIMEOUT)
+        self._urls: dict[str, httpx.URL] = {}
+
+    def _merge_url(self, url: httpx.URL | str) -> httpx.URL:
+        if not isinstance(url, str):
+            return super()._merge_url(url)
+        merged = self._urls.get(url)
+        if merged is None:
+            merged = self._urls[url] = super()._merge_url(url)
+        return merged
+
+    def send(self, request: httpx.Request, *, stream: bool = False, **_: Any) -> httpx.Response:
+        response = self._transport.handle_request(request)
+        if not stream:
+            response.read()
+        return response
+
+
+class DirectAsyncClient(httpx.AsyncClient):
+    """`DirectClient` for the learner's `skyl.AsyncClient`."""
+
+    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+        super().__init__(transport=transport, timeout=_TIMEOUT)
+        self._urls: dict[str, httpx.URL] = {}
+
+    def _merge_url(self, url: httpx.URL | str) -> httpx.URL:
+        if not isinstance(url, str):
+            return super()._merge_url(url)
+        merged = self._urls.get(url)
+        if merged is None:
+            merged = self._urls[url] = super()._merge_url(url)
+        return merged
+
+    async def send(self, request: httpx.Request, *, stream: bool = False, **_: Any) -> httpx.Response:
+        response = await self._transport.handle_async_request(request)
+        if not stream:
+            await response.aread()
+        return response

@@ -17,6 +17,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 from ... import _collect, skyl
 from ..._scenario import Call
 from ...wire import get_wire_format
@@ -25,7 +27,7 @@ from ..boundary._marshal import body_digest, error_to_data, from_data, to_data
 from ..boundary._protocol import BrokenFrame, FrameBuffer, receive, send
 from ._awaited import HandedOut
 from ._load import ImplementationError, load_implementation
-from ._loopback import AsyncConnections, Connections
+from ._loopback import AsyncConnections, Connections, DirectAsyncClient, DirectClient
 
 __all__ = ["OFF_LIMITS", "Worker"]
 
@@ -272,9 +274,20 @@ def _check_call(call: object) -> None:
 
 
 class _NotingClient(skyl.Client):
-    def __init__(self, provider: str, *, note: Callable[[bytes, skyl.Request], None], **kwargs: Any) -> None:
-        super().__init__(provider, **kwargs)
+    def __init__(
+        self,
+        provider: str,
+        *,
+        transport: httpx.BaseTransport,
+        note: Callable[[bytes, skyl.Request], None],
+        **kwargs: Any,
+    ) -> None:
+        self._direct = DirectClient(transport)
+        super().__init__(provider, http_client=self._direct, **kwargs)
         self._note = note
+
+    def close(self) -> None:
+        self._direct.close()
 
     def _prepare(self, request: skyl.Request, *, stream: bool) -> tuple[str, bytes, dict[str, str]]:
         prepared = super()._prepare(request, stream=stream)
@@ -285,8 +298,16 @@ class _NotingClient(skyl.Client):
 class _NotingAsyncClient(skyl.AsyncClient):
     """Also keeps the coroutines of `complete`, so that one never awaited is reported."""
 
-    def __init__(self, provider: str, *, note: Callable[[bytes, skyl.Request], None], **kwargs: Any) -> None:
-        super().__init__(provider, **kwargs)
+    def __init__(
+        self,
+        provider: str,
+        *,
+        transport: httpx.AsyncBaseTransport,
+        note: Callable[[bytes, skyl.Request], None],
+        **kwargs: Any,
+    ) -> None:
+        self._direct = DirectAsyncClient(transport)
+        super().__init__(provider, http_client=self._direct, **kwargs)
         self._note = note
         self.handed_out = HandedOut()
 
