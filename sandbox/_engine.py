@@ -27,6 +27,7 @@ from ._repeats import RepeatGuard, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
+from ._types import assembled
 from ._wrong_path import wrong_path
 from .clouds import CloudRefusal, CloudRoute
 from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
@@ -221,7 +222,8 @@ class Engine:
         digest: str,
         resume: Resume | None = None,
     ) -> tuple[Exchange, dict[str, Any] | None]:
-        """The answer to a parsed request, and its JSON object when it is a plain (not streamed) one."""
+        """The answer to a parsed request, and its JSON object when it has one (a plain answer, a
+        Responses stream: see `WireFormat.encode_stream_answer`)."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         check_tools(wire, scenario, conversation)
         key = resume.key(path, scenario, conversation) if resume is not None else ()
@@ -263,7 +265,8 @@ class Engine:
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         response: dict[str, Any] | None = None
         if conversation.stream:
-            chunks = tuple(wire.encode_stream(turn, conversation))
+            frames, response = wire.encode_stream_answer(turn, conversation)
+            chunks = tuple(frames)
             headers = {
                 "content-type": wire.stream_media_type,
                 **wire.request_headers(digest),
@@ -280,7 +283,8 @@ class Engine:
         delivery = None
         if applied is not None:
             chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
-        return Exchange(
+        return assembled(
+            Exchange,
             method=method,
             path=path,
             status=200,
@@ -292,6 +296,7 @@ class Engine:
             scenario=scenario.name,
             step=position.step,
             turn=turn,
+            error=None,
             fault=applied.fault if applied is not None else None,
             delivery=delivery,
         ), response

@@ -85,8 +85,7 @@ def _model_not_found(provider: str, model: str) -> str:
 
 def check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> None:
     """Refuse a request that does not declare every tool the scenario calls."""
-    declared = {tool.name for tool in conversation.tools}
-    needed = sorted({call.name for step in scenario.steps for call in step.calls} - declared)
+    needed = sorted(scenario.called.difference(tool.name for tool in conversation.tools))
     if needed:
         raise wire.error(
             400,

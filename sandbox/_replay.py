@@ -9,10 +9,24 @@ turn), each answered with a `sandbox:` error that says what to change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._scenario import Scenario, Step, is_usable, render_text
-from ._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
+from ._types import (
+    Message,
+    Part,
+    Reasoning,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    Usage,
+    assembled,
+    wire_call,
+    wire_message,
+    wire_text,
+)
 from .wire import Conversation, ModelTurn, Rule, WireError, WireFormat
 from .wire._reasoning import reasoning_tokens
 
@@ -32,9 +46,41 @@ class Position:
 
 def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
     return [
-        ToolCall(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
+        wire_call(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
         for index, call in enumerate(step.calls)
     ]
+
+
+class _SentCalls:
+    """(wire, scenario, step number, script step) -> the calls the script made there, for the replay to
+    compare with alone: never handed out (a caller could change their arguments), and recomputed only
+    when the scenario object is another one. Bounded: emptied when full. `cache_clear` and
+    `cache_info` as a `functools` memo has them, so whatever empties the sandbox's memos empties it."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._calls: dict[tuple[str, int, int, int], tuple[Scenario, tuple[ToolCall, ...]]] = {}
+        self.cache_clear = self._calls.clear
+        """Empties the memo (an attribute of the memo, not of its class, as a `functools` memo has it)."""
+
+    def __call__(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
+    ) -> tuple[ToolCall, ...]:
+        key = (wire.name, id(scenario), step_number, script_index)
+        found = self._calls.get(key)
+        if found is not None and found[0] is scenario:
+            return found[1]
+        calls = tuple(expected_calls(wire, scenario, scenario.steps[script_index], step_number))
+        if len(self._calls) >= self._size:
+            self._calls.clear()
+        self._calls[key] = (scenario, calls)
+        return calls
+
+    def cache_info(self) -> int:
+        return len(self._calls)
+
+
+_sent_calls = _SentCalls()
 
 
 def expected_reasoning(
@@ -63,18 +109,19 @@ def render_turn(
     reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
     parts: list[Part] = list(reasoning)
     if text:
-        parts.append(Text(text))
+        parts.append(wire_text(text))
     parts.extend(calls)
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
     # The README's "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
     output_tokens = 1 + len(text) // 4 + sum(8 + len(str(call.arguments)) // 4 for call in calls) + thinking
-    return ModelTurn(
-        message=Message("assistant", parts),
+    return assembled(
+        ModelTurn,
+        message=wire_message("assistant", parts),
         stop_reason=stop,
         seed=f"{scenario.name}/{position.step}",
         raw_stop_reason=step.stop_reasons.get(wire.name),
-        usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
+        usage=assembled(Usage, input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
         request=request_digest,
         reasoning_tokens=thinking,
     )
@@ -103,7 +150,7 @@ def replay(
         # The provider's own reasoning rules come first: a real provider refuses before any model reads.
         reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
         wire.check_reasoning(conversation, index, reasoning, last=index == last)
-        expected = expected_calls(wire, scenario, step, position.step)
+        expected = _sent_calls(wire, scenario, position.script_index, position.step)
         group = _turn_group(wire, messages, index, expected)
         echoed = [call for member in group for call in messages[member].tool_calls()]
         _compare(wire, scenario, conversation, index, position.step, echoed, expected)
@@ -137,7 +184,7 @@ def _answers_after(messages: list[Message], index: int) -> dict[str, ToolResult]
     return answers
 
 
-def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected: list[ToolCall]) -> list[int]:
+def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected: Sequence[ToolCall]) -> list[int]:
     """The assistant messages that together hold the turn starting at `index`: that one message, or,
     for a parallel turn split into one assistant message per call with each call's result after it
     (`assistant[call A], tool[A], assistant[call B], tool[B]`, as openai-agents' LiteLLM model sends
@@ -162,7 +209,7 @@ def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected:
 
 
 def _answers(
-    wire: WireFormat, conversation: Conversation, group: list[int], echoed: list[ToolCall], expected: list[ToolCall]
+    wire: WireFormat, conversation: Conversation, group: list[int], echoed: list[ToolCall], expected: Sequence[ToolCall]
 ) -> list[ToolResult]:
     """The result for each call of the turn, in call order (echoed ids: Gemini's are positional)."""
     answers: dict[str, ToolResult] = {}
@@ -195,7 +242,7 @@ def _compare(
     index: int,
     step_number: int,
     echoed: list[ToolCall],
-    expected: list[ToolCall],
+    expected: Sequence[ToolCall],
 ) -> None:
     if _same_calls(wire, echoed, expected):
         return
@@ -223,15 +270,20 @@ def _compare(
     )
 
 
-def _same_calls(wire: WireFormat, echoed: list[ToolCall], expected: list[ToolCall]) -> bool:
+def _same_calls(wire: WireFormat, echoed: Sequence[ToolCall], expected: Sequence[ToolCall]) -> bool:
     if len(echoed) != len(expected):
         return False
     for got, want in zip(echoed, expected, strict=True):
-        if got.name != want.name or dict(got.arguments) != dict(want.arguments):
+        if got.name != want.name or _plain(got.arguments) != _plain(want.arguments):
             return False
         if wire.has_call_ids and got.id != want.id:
             return False
     return True
+
+
+def _plain(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments as a dict to compare: as they are when they are one already (a decoded request)."""
+    return arguments if type(arguments) is dict else dict(arguments)
 
 
 def _describe(wire: WireFormat, call: ToolCall) -> str:

@@ -135,6 +135,11 @@ class Scenario:
         """The same script played by a reasoning model, under another name."""
         return replace(self, name=name, reasoning=True, description=f"{self.description} (A reasoning model.)".strip())
 
+    @functools.cached_property
+    def called(self) -> frozenset[str]:
+        """The names of the tools the script calls: every request is checked for them, so computed once."""
+        return frozenset(call.name for step in self.steps for call in step.calls)
+
     def faults_at(self, script_index: int) -> tuple[Fault, ...]:
         """The scenario's own faults that may play while step `script_index` answers."""
         if not self.faults and self.steps[script_index].fault is None:

@@ -109,10 +109,12 @@ class KeptState:
         request that keeps its answer is walked so that its continuation can go on from it, and a
         continuation with its chain's snapshot walks only its own input (`_chain`)."""
         resume = expanded.resume
-        if resume is not None and wire.name == "anthropic":
+        if resume is None:
+            return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
+        if wire.name == "anthropic":
             return parse_thread(wire, expanded, resume)
-        data = expanded.short if resume is not None and resume.walked is not None else json_object(expanded.whole)
-        if resume is None or data is None or isinstance(resume.walked, Thread):  # Thread: for mypy only
+        data = expanded.short if resume.walked is not None else json_object(expanded.whole)
+        if data is None or isinstance(resume.walked, Thread):  # Thread: for mypy only
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         try:
             conversation, parser = parse_continuing(data, resume.walked)

@@ -11,6 +11,7 @@ never imports the other three.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import dataclass
@@ -77,8 +78,10 @@ _GEMINI_PATH = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def route(path: str) -> Route | None:
-    """The wire format a request path belongs to, at the real APIs' paths (None: not a known path)."""
+    """The wire format a request path belongs to, at the real APIs' paths (None: not a known path).
+    Memoised: every request asks, a `Route` is immutable, and a door sees few distinct paths."""
     if path in ("/v1/chat/completions", "/chat/completions"):
         return Route("openai")
     if path in ("/v1/responses", "/responses"):

@@ -266,6 +266,13 @@ class WireFormat(ABC):
     def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         """The turn as SSE frames, deterministically chunked; arguments split over many fragments."""
 
+    def encode_stream_answer(
+        self, turn: ModelTurn, conversation: Conversation
+    ) -> tuple[list[bytes], dict[str, Any] | None]:
+        """`encode_stream`'s frames, and the response object they were made from where the format makes
+        one (a Responses stream sends its response whole): what kept state stores, encoded once."""
+        return self.encode_stream(turn, conversation), None
+
     @abstractmethod
     def error(
         self,

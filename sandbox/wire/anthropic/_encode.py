@@ -30,15 +30,13 @@ __all__ = ["encode_response", "encode_stream", "error", "identified_error_body",
 
 
 def _response_blocks(message: Message) -> list[dict[str, Any]]:
-    blocks = []
     for part in message.content:
         if isinstance(part, ToolResult):
             raise UsageError(
                 f"A scripted Anthropic turn cannot hold a tool result ({part!r}): a model turn holds "
                 "text and tool calls only. Put the result in the conversation instead."
             )
-        blocks.extend(wire_blocks(Message("assistant", [part])))
-    return blocks
+    return wire_blocks(message)
 
 
 def request_id(request_digest: str) -> str:
@@ -140,19 +138,21 @@ def _frame(name: str, payload: dict[str, Any]) -> bytes:
 
 
 def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
+    # Each delta's frame is the JSON text `_frame` writes for it, put together from the parts that change.
     if block["type"] == "text":
         start: dict[str, Any] = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": piece} for piece in split_fragments(block["text"])]
+        deltas = [f'{{"type":"text_delta","text":{dumps(piece)}}}' for piece in split_fragments(block["text"])]
     elif block["type"] in ("thinking", "redacted_thinking"):
         start = stream_start(block)
-        deltas = stream_deltas(block, split_fragments(block.get("thinking", "")))
+        deltas = [dumps(delta) for delta in stream_deltas(block, split_fragments(block.get("thinking", "")))]
     else:
         start = {**block, "input": {}}
         arguments = dumps(block["input"]) if block["input"] else ""
         pieces = [""] + split_fragments(arguments)
-        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+        deltas = [f'{{"type":"input_json_delta","partial_json":{dumps(piece)}}}' for piece in pieces]
     frames = [_frame("content_block_start", {"index": index, "content_block": start})]
-    frames += [_frame("content_block_delta", {"index": index, "delta": delta}) for delta in deltas]
+    head = f'{{"type":"content_block_delta","index":{index},"delta":'
+    frames += [sse_frame(f"{head}{delta}}}", event="content_block_delta") for delta in deltas]
     frames.append(_frame("content_block_stop", {"index": index}))
     return frames
 

@@ -125,13 +125,18 @@ _FINISH = {
 
 def _frames(chunks: list[list[dict[str, Any]]], turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """One SSE frame per chunk of parts; the last carries the finish reason."""
-    fields = _response_fields(turn, conversation)
-    frames = []
-    for number, parts in enumerate(chunks):
-        finish = _finish(turn) if number == len(chunks) - 1 else {}
-        candidate = {"content": {"parts": parts, "role": "model"}, **finish, "index": 0}
-        frames.append(sse_frame(dumps({"candidates": [candidate], **fields}), newline="\r\n"))
-    return frames
+    # Each frame is the JSON text `dumps` writes for `{"candidates": [candidate], **fields}`, put
+    # together from the parts that change (the fields are the same in every frame).
+    tail = ',"index":0}],' + dumps(_response_fields(turn, conversation))[1:]
+    last = "," + dumps(_finish(turn))[1:-1]
+    return [
+        sse_frame(
+            f'{{"candidates":[{{"content":{{"parts":{dumps(parts)},"role":"model"}}'
+            f"{last if number == len(chunks) - 1 else ''}{tail}",
+            newline="\r\n",
+        )
+        for number, parts in enumerate(chunks)
+    ]
 
 
 def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:

@@ -71,12 +71,12 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     head = _envelope(turn, conversation, "chat.completion.chunk")
     calls = turn.message.tool_calls()
     text = turn.message.text()
-    deltas: list[dict[str, Any]] = []
+    deltas: list[str] = []  # each chunk's `delta`, as JSON text
     if text or not calls:
-        deltas.append({"role": "assistant", "content": "", "refusal": None})
-        deltas += [{"content": fragment} for fragment in split_fragments(text)]
+        deltas.append(dumps({"role": "assistant", "content": "", "refusal": None}))
+        deltas += [f'{{"content":{dumps(fragment)}}}' for fragment in split_fragments(text)]
     elif len(calls) > 1:
-        deltas.append({"role": "assistant", "content": None})
+        deltas.append(dumps({"role": "assistant", "content": None}))
     for index, call in enumerate(calls):
         arguments = arguments_json(call.arguments)
         opening = {
@@ -86,22 +86,26 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
             "function": {"name": call.name, "arguments": ""},
         }
         if not deltas:
-            deltas.append({"role": "assistant", "content": None, "tool_calls": [opening], "refusal": None})
+            deltas.append(dumps({"role": "assistant", "content": None, "tool_calls": [opening], "refusal": None}))
         else:
-            deltas.append({"tool_calls": [opening]})
+            deltas.append(dumps({"tool_calls": [opening]}))
         deltas += [
-            {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}
+            f'{{"tool_calls":[{{"index":{index},"function":{{"arguments":{dumps(fragment)}}}}}]}}'
             for fragment in split_fragments(arguments)
         ]
-    chunks = [_chunk(head, delta, None) for delta in deltas]
-    chunks.append(_chunk(head, {}, _finish_reason(turn, conversation)))
     options = conversation.raw.get("stream_options")
-    if isinstance(options, Mapping) and options.get("include_usage") is True:
-        # With usage asked for, every chunk says `"usage": null` until the last one carries it
-        # (pydantic-ai cassette test_openai/test_run_stream_sync_streams_real_model.yaml, 2026).
-        chunks = [{**chunk, "usage": None} for chunk in chunks]
-        chunks.append({**head, "choices": [], "usage": _encode_usage(turn.usage)})
-    return [sse_frame(dumps(chunk)) for chunk in chunks] + [sse_frame("[DONE]")]
+    usage = isinstance(options, Mapping) and options.get("include_usage") is True
+    # Every chunk is `head` with its `choices` (and, with usage asked for, `"usage": null` until the
+    # last one carries it: pydantic-ai cassette test_openai/test_run_stream_sync_streams_real_model.yaml,
+    # 2026): the JSON text `dumps` writes for that object, put together from the parts that change.
+    start = dumps(head)[:-1] + ',"choices":[{"index":0,"delta":'
+    end = ',"usage":null}' if usage else "}"
+    frames = [sse_frame(f'{start}{delta},"logprobs":null,"finish_reason":null}}]{end}') for delta in deltas]
+    finish = dumps(_finish_reason(turn, conversation))
+    frames.append(sse_frame(f'{start}{{}},"logprobs":null,"finish_reason":{finish}}}]{end}'))
+    if usage:
+        frames.append(sse_frame(dumps({**head, "choices": [], "usage": _encode_usage(turn.usage)})))
+    return [*frames, sse_frame("[DONE]")]
 
 
 def error(
@@ -136,10 +140,6 @@ def _envelope(turn: ModelTurn, conversation: Conversation, kind: str) -> dict[st
         "service_tier": "default",
         "system_fingerprint": "fp_" + stable_token(f"fp:{conversation.model}", 10, HEX),
     }
-
-
-def _chunk(head: Mapping[str, Any], delta: Mapping[str, Any], finish: str | None) -> dict[str, Any]:
-    return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
 
 
 def _encode_usage(usage: Usage) -> dict[str, Any]:

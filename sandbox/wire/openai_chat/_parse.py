@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Message, Text, Tool, ToolCall, ToolResult
+from ..._types import Message, Text, Tool, ToolCall, assembled, wire_call, wire_message, wire_result, wire_text
 from .._base import (
     Conversation,
 )
@@ -35,7 +35,8 @@ def parse_request(body: bytes) -> Conversation:
             message_index=problem.index,
         ) from None
     messages: list[dict[str, Any]] = data["messages"]
-    return Conversation(
+    return assembled(
+        Conversation,
         model=data["model"],
         messages=[neutral_message(message) for message in messages],
         paths=[f"messages[{index}]" for index in range(len(messages))],
@@ -43,6 +44,7 @@ def parse_request(body: bytes) -> Conversation:
         tool_choice=_normalise_tool_choice(data.get("tool_choice")),
         stream=data.get("stream") is True,
         raw=data,
+        cloud=None,
     )
 
 
@@ -51,25 +53,25 @@ def _texts(content: Any) -> list[Text]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [Text(content)]
-    return [Text(part["text"]) for part in content if part["type"] == "text"]
+        return [wire_text(content)]
+    return [wire_text(part["text"]) for part in content if part["type"] == "text"]
 
 
 def neutral_message(message: Mapping[str, Any]) -> Message:
     role = message["role"]
     texts = _texts(message.get("content"))
     if role in ("system", "developer"):
-        return Message("system", texts)
+        return wire_message("system", texts)
     if role == "user":
-        return Message("user", texts)
+        return wire_message("user", texts)
     content = "".join(part.text for part in texts)
     if role == "tool":
-        return Message("tool", [ToolResult(message["tool_call_id"], content)])
+        return wire_message("tool", [wire_result(message["tool_call_id"], content)])
     if role == "function":
         # The deprecated function role pairs a result with a call by function name.
-        return Message("tool", [ToolResult(message["name"], content)])
+        return wire_message("tool", [wire_result(message["name"], content)])
     calls = [_neutral_call(call) for call in message.get("tool_calls") or ()]
-    return Message("assistant", [*([Text(content)] if content else []), *calls])
+    return wire_message("assistant", [*([wire_text(content)] if content else []), *calls])
 
 
 def _neutral_call(call: Mapping[str, Any]) -> ToolCall:
@@ -80,7 +82,7 @@ def _neutral_call(call: Mapping[str, Any]) -> ToolCall:
         arguments = json.loads(function["arguments"])
     except (ValueError, RecursionError):
         arguments = {}
-    return ToolCall(call["id"], function["name"], arguments if isinstance(arguments, dict) else {})
+    return wire_call(call["id"], function["name"], arguments if isinstance(arguments, dict) else {})
 
 
 def _neutral_tool(function: Mapping[str, Any]) -> Tool:

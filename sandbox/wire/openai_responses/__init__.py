@@ -15,9 +15,10 @@ response object and its event stream), `_reasoning` (reasoning items and their e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..._types import Reasoning
-from .._base import Conversation, stable_token
+from .._base import Conversation, ModelTurn, stable_token
 from .._bound import Bound, Jobs
 from .._openai import openai_request_headers
 from . import _client, _encode, _parse, _reasoning
@@ -52,6 +53,11 @@ class OpenAIResponses(Bound):
 
     def call_id(self, seed: str) -> str:
         return "call_" + stable_token(seed, 24)
+
+    def encode_stream_answer(
+        self, turn: ModelTurn, conversation: Conversation
+    ) -> tuple[list[bytes], dict[str, Any] | None]:
+        return _encode.stream_answer(turn, conversation)
 
     def reasoning_parts(
         self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool

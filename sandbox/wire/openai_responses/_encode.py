@@ -24,7 +24,7 @@ from .._sse import dumps, sse_frame
 from ._ids import item_id_for, response_id
 from ._reasoning import stream_item
 
-__all__ = ["encode_response", "encode_stream"]
+__all__ = ["encode_response", "encode_stream", "stream_answer"]
 
 _STATUSES = ("completed", "failed", "in_progress", "cancelled", "queued", "incomplete")
 _TERMINAL_EVENTS = {"incomplete": "response.incomplete", "failed": "response.failed"}
@@ -51,8 +51,15 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """created, in_progress, each item's events, then the terminal event holding the full response."""
+    return stream_answer(turn, conversation)[0]
+
+
+def stream_answer(turn: ModelTurn, conversation: Conversation) -> tuple[list[bytes], dict[str, Any]]:
+    """`encode_stream`'s frames, and the response object they hold (kept state stores it)."""
     final = encode_response(turn, conversation)
-    pending = {**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None}
+    pending = _Encoded(
+        dumps({**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None})
+    )
     # Seeded by the step, not the response id: the padding is no id, and an answer's bytes may differ
     # from another's only in the ids that name it (the README's determinism promise).
     writer = _StreamWriter(turn.seed, obfuscate=_obfuscates(conversation.raw))
@@ -65,8 +72,8 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
             stream_item(writer.emit, index, item)
         else:
             _stream_message(writer, index, item)
-    writer.emit(_TERMINAL_EVENTS.get(final["status"], "response.completed"), response=final)
-    return writer.frames
+    writer.emit(_TERMINAL_EVENTS.get(final["status"], "response.completed"), response=_Encoded(dumps(final)))
+    return writer.frames, final
 
 
 # -- fake side --------------------------------------------------------------------------------------
@@ -222,6 +229,10 @@ def _reasoning_settings(raw: Mapping[str, Any], *, reasoning: bool) -> dict[str,
     }
 
 
+class _Encoded(str):
+    """A field's value as JSON text already (a response object a stream sends more than once)."""
+
+
 class _StreamWriter:
     """Numbers events from 0 and frames them as `event:` + `data:` pairs.
 
@@ -229,6 +240,9 @@ class _StreamWriter:
     recordings: vercel/ai `issue-19493-gpt-5.1-tool-call.chunks.txt` and
     `openai-reasoning-encrypted-content.1.chunks.txt`, where each delta and its obfuscation add up to
     16 characters), unless the request turned it off with `stream_options.include_obfuscation: false`.
+    An event's JSON is the text `dumps` writes for `{"type", "sequence_number", **fields}` (an
+    obfuscation right after its delta), put together from its fields' texts: a value the stream sends
+    more than once is written once (`_Encoded`), and a delta's other fields once per item (`delta`).
     """
 
     def __init__(self, seed: str, *, obfuscate: bool) -> None:
@@ -237,13 +251,28 @@ class _StreamWriter:
         self._obfuscate = obfuscate
 
     def emit(self, kind: str, **fields: Any) -> None:
-        event = {"type": kind, "sequence_number": len(self.frames)}
+        number = len(self.frames)
+        text = [f'{{"type":"{kind}","sequence_number":{number}']
         for key, value in fields.items():
-            event[key] = value
-            if key == "delta" and self._obfuscate and isinstance(value, str):
-                pad = 16 - len(value) % 16
-                event["obfuscation"] = stable_token(f"{self._seed}:{len(self.frames)}", pad)
-        self.frames.append(sse_frame(dumps(event), event=kind))
+            text.append(f',"{key}":{value if isinstance(value, _Encoded) else dumps(value)}')
+            if key == "delta" and isinstance(value, str):
+                text.append(self._obfuscation(number, value))
+        text.append("}")
+        self.frames.append(sse_frame("".join(text), event=kind))
+
+    def delta(self, kind: str, ids: str, fragment: str, after: str = "") -> None:
+        """`emit(kind, **ids, delta=fragment, **after)` with the JSON text of `ids` (`,"item_id":...`) and
+        `after` (`,"logprobs":[]`) written by the caller once for all of an item's deltas."""
+        number = len(self.frames)
+        obfuscation = self._obfuscation(number, fragment)
+        data = f'{{"type":"{kind}","sequence_number":{number}{ids},"delta":{dumps(fragment)}{obfuscation}{after}}}'
+        self.frames.append(sse_frame(data, event=kind))
+
+    def _obfuscation(self, number: int, delta: str) -> str:
+        if not self._obfuscate:
+            return ""
+        # The token's alphabet is letters and digits: its JSON string needs no escapes.
+        return f',"obfuscation":"{stable_token(f"{self._seed}:{number}", 16 - len(delta) % 16)}"'
 
 
 def _obfuscates(raw: Mapping[str, Any]) -> bool:
@@ -258,8 +287,9 @@ def _stream_call(writer: _StreamWriter, index: int, item: dict[str, Any]) -> Non
         output_index=index,
         item={**item, "status": "in_progress", "arguments": ""},
     )
+    written = f',"item_id":{dumps(item["id"])},"output_index":{index}'
     for fragment in split_fragments(item["arguments"]):
-        writer.emit("response.function_call_arguments.delta", **ids, delta=fragment)
+        writer.delta("response.function_call_arguments.delta", written, fragment)
     # No `name` here: the real event carries the item id and the arguments only (openai 3.57
     # ResponseFunctionCallArgumentsDoneEvent; the recorded streams of reference 3.3); the name
     # arrives with `response.output_item.added`.
@@ -275,15 +305,16 @@ def _stream_message(writer: _StreamWriter, index: int, item: dict[str, Any]) -> 
     )
     for content_index, part in enumerate(item["content"]):
         ids = {"item_id": item["id"], "output_index": index, "content_index": content_index}
+        written = f',"item_id":{dumps(item["id"])},"output_index":{index},"content_index":{content_index}'
         if part["type"] == "refusal":
             writer.emit("response.content_part.added", **ids, part=_refusal_part(""))
             for fragment in split_fragments(part["refusal"]):
-                writer.emit("response.refusal.delta", **ids, delta=fragment)
+                writer.delta("response.refusal.delta", written, fragment)
             writer.emit("response.refusal.done", **ids, refusal=part["refusal"])
         else:
             writer.emit("response.content_part.added", **ids, part=_text_part(""))
             for fragment in split_fragments(part["text"]):
-                writer.emit("response.output_text.delta", **ids, delta=fragment, logprobs=[])
+                writer.delta("response.output_text.delta", written, fragment, ',"logprobs":[]')
             writer.emit("response.output_text.done", **ids, text=part["text"], logprobs=[])
         writer.emit("response.content_part.done", **ids, part=part)
     writer.emit("response.output_item.done", output_index=index, item=item)

@@ -9,15 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import (
-    Message,
-    Reasoning,
-    Role,
-    Text,
-    Tool,
-    ToolCall,
-    ToolResult,
-)
+from ..._types import Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_message, wire_result, wire_text
 from .._base import (
     Conversation,
     Rule,
@@ -86,7 +78,7 @@ class _Parser:
         instructions = data.get("instructions")
         if isinstance(instructions, str):
             # `instructions` is the system prompt: neutral message 0, so every index below counts it.
-            self.turns.append(_Turn("system", "instructions", [Text(instructions)]))
+            self.turns.append(_Turn("system", "instructions", [wire_text(instructions)]))
         self.first = len(self.turns)
         """The index of the chain's first turn."""
         self.turns += walked.turns
@@ -130,7 +122,7 @@ class _Parser:
             wrong_type("input", "a string", value, top=True)  # [OBS] sic: "expected a string"
         if isinstance(value, str):
             if value:
-                self._new_turn("user", "input").parts.append(Text(value))
+                self._new_turn("user", "input").parts.append(wire_text(value))
             return
         if not isinstance(value, list):
             wrong_type("input", "one of a string or array of input items", value, top=True)
@@ -242,7 +234,7 @@ class _Parser:
             texts = [check_part(f"{path}.content[{j}]", part, role, at) for j, part in enumerate(content)]
         else:
             wrong_type(f"{path}.content", "one of a string or array of objects", content, index=at)  # [INF]
-        self._new_turn(neutral_role, path).parts.extend(Text(text) for text in texts if text is not None)
+        self._new_turn(neutral_role, path).parts.extend(wire_text(text) for text in texts if text is not None)
 
     def _check_function_call(self, index: int, path: str, item: Mapping[str, Any]) -> None:
         at = self._index_for("assistant")
@@ -263,7 +255,7 @@ class _Parser:
         if not isinstance(arguments, dict):
             arguments = {}
         meta = {"item_id": item["id"]} if isinstance(item.get("id"), str) else {}
-        self._new_turn("assistant", path).parts.append(ToolCall(call_id, strings["name"], arguments, meta=meta))
+        self._new_turn("assistant", path).parts.append(wire_call(call_id, strings["name"], arguments, meta))
         self.calls.append(_Ref(call_id, index, at))
 
     def _check_reasoning(self, path: str, item: Mapping[str, Any]) -> None:
@@ -298,7 +290,7 @@ class _Parser:
         item_id = item.get("id")
         if item_id is not None and not isinstance(item_id, str):
             wrong_type(f"{path}.id", "a string", item_id, index=at)  # [INF]
-        self._new_turn("tool", path).parts.append(ToolResult(call_id, output))
+        self._new_turn("tool", path).parts.append(wire_result(call_id, output))
         self.outputs.append(_Ref(call_id, index, at))
 
     # -- pairing (4.3: R2, then R1, then a duplicated output, then R3) ------------------------
@@ -373,16 +365,17 @@ class _Parser:
         kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
         start = self.first + kept
         self.messages = [
-            *(Message(turn.role, turn.parts) for turn in self.turns[: self.first]),
+            *(wire_message(turn.role, turn.parts) for turn in self.turns[: self.first]),
             *chain.messages[:kept],
-            *(Message(turn.role, turn.parts) for turn in self.turns[start:]),
+            *(wire_message(turn.role, turn.parts) for turn in self.turns[start:]),
         ]
         self.paths = [
             *(turn.path for turn in self.turns[: self.first]),
             *chain.paths[:kept],
             *(turn.path for turn in self.turns[start:]),
         ]
-        return Conversation(
+        return assembled(
+            Conversation,
             model=self.data["model"],
             messages=self.messages,
             paths=self.paths,
@@ -390,4 +383,5 @@ class _Parser:
             tool_choice=tool_choice,
             stream=self.data.get("stream") is True,
             raw=self.data,
+            cloud=None,
         )
