@@ -85,6 +85,8 @@ class Connection(Watch, asyncio.Protocol):
         self._then: Callable[[], Any] = _nothing
         self._write_check = NEVER
         self._answered = 0.0
+        self.unflushed: bytes | None = None
+        """Answers made but not yet written (see `Pool.defer`)."""
         self._answering = False
         """Inside `_next`'s loop (which `_finish` must not start again)."""
         self._waiting = False
@@ -168,6 +170,7 @@ class Connection(Watch, asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._deadline = self._write_check = NEVER
+        self.unflushed = None
         self.connections.discard(self)
         self.queue.clear()
         self.parser = None  # type: ignore[assignment]  # it holds this object: no cycle left for the GC
@@ -222,6 +225,7 @@ class Connection(Watch, asyncio.Protocol):
             self._answer_now(request, request.reply)
             raise _Stop
         if request.headers.get("expect", "").lower() == "100-continue" and self.transport is not None:
+            self.flush()
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self._set(self.limits.body_timeout, self._body_too_slow)
 
@@ -297,9 +301,27 @@ class Connection(Watch, asyncio.Protocol):
             self.busy = request
             self.loop.create_task(self._deliver(request, reply, keep))
             return
-        transport.write(encode(reply, keep=keep, chunked=reply.streamed and not request.http10))
+        data = encode(reply, keep=keep, chunked=reply.streamed and not request.http10)
         self.last = (request.method, request.path, reply.status)
+        if keep:  # written with the other connections' answers of this step (see `Pool.defer`)
+            if self.unflushed is None:
+                self.unflushed = data
+                self.connections.defer(self)
+            else:  # pipelined: after the answers before it
+                self.unflushed += data
+        else:
+            self.flush()
+            transport.write(data)
         self._finish(keep, close=reply.close)
+
+    def flush(self) -> None:
+        """Write the answers held back for this step (see `Pool.defer`), before anything else written."""
+        data, self.unflushed = self.unflushed, None
+        transport = self.transport
+        if data is None or transport is None or transport.is_closing():
+            return
+        transport.write(data)
+        self._watch_writes()
 
     async def drained(self) -> None:
         """Return once the client has taken enough of what was written (or is gone)."""
@@ -325,6 +347,7 @@ class Connection(Watch, asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return
+        self.flush()
         if not cycle.started:
             body = json.dumps({"error": {"message": "sandbox internal error: the app sent no answer"}}).encode()
             transport.write(

@@ -98,6 +98,7 @@ class Cycle:
                 out += b"0\r\n\r\n"
         else:
             out += body
+        self.connection.flush()  # what this connection answered before goes first
         transport.write(out)
         if not more:
             self.done = True

@@ -42,6 +42,7 @@ class Watch:
     _then: Callable[[], Any]
     _write_check: float
     _now: Callable[[], float]
+    unflushed: bytes | None
 
     def _linger(self) -> None:
         """After a 413 or 408: say so, end our side, and drop what the client still sends for a while."""
@@ -60,7 +61,7 @@ class Watch:
         transport = self.transport
         if transport is None or transport.is_closing() or self.busy is not None:
             return
-        if transport.get_write_buffer_size():
+        if transport.get_write_buffer_size() or self.unflushed is not None:
             self._set(self.limits.keep_alive, self._cut_silent)
             return
         transport.close()
@@ -113,10 +114,11 @@ class Watch:
     def pending_bytes(self) -> int:
         """Bytes of answers written but not yet taken by the client's socket."""
         transport = self.transport
+        held = len(self.unflushed) if self.unflushed is not None else 0
         try:
-            return transport.get_write_buffer_size() if transport is not None else 0
+            return held + (transport.get_write_buffer_size() if transport is not None else 0)
         except RuntimeError:  # pragma: no cover - uvloop, after the transport closed
-            return 0
+            return held
 
     def idle(self) -> bool:
         """Nothing in flight: no request begun, none being answered, nothing left to write."""
