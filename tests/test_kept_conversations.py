@@ -122,6 +122,21 @@ CHANGES: dict[str, Change] = {
     "an output for no call": _input({"type": "function_call_output", "call_id": "call_nope", "output": "x"}),
     "an item id the conversation holds": _input({**FIRST, "content": "?"}),
     "a listed item sent again": _listed_item_again,
+    "a listed item edited and sent again": lambda engine, key, answers, body: {
+        **body,
+        "input": [*body["input"], {**_items(engine, key)[0], "content": [{"type": "input_text", "text": "Rain?"}]}],
+    },
+    "an earlier call sent again with other arguments": lambda engine, key, answers, body: {
+        **body,
+        "input": [
+            *body["input"],
+            *(
+                {name: value for name, value in item.items() if name != "id"} | {"arguments": '{"city": "Lyon"}'}
+                for item in answers[0]["output"]
+                if item["type"] == "function_call"
+            ),
+        ],
+    },
     "no output for the call": lambda engine, key, answers, body: {**body, "input": [{"role": "user", "content": "?"}]},
     "a string input": lambda engine, key, answers, body: {**body, "input": "and now?"},
     "an empty input": lambda engine, key, answers, body: {**body, "input": []},

@@ -147,6 +147,23 @@ CHANGES: dict[str, Change] = {
         **body,
         "messages": [{"role": "assistant", "content": chain[-1]["content"]}, *body["messages"]],
     },
+    "the answer edited and echoed": lambda chain, body: {
+        **body,
+        "messages": [
+            {
+                "role": "assistant",
+                "content": [
+                    {**block, "input": {"city": "Lyon"}} if block["type"] == "tool_use" else block
+                    for block in chain[-1]["content"]
+                ],
+            },
+            *body["messages"],
+        ],
+    },
+    "an earlier turn's result edited and sent again": lambda chain, body: {
+        **body,
+        "messages": [{"role": "user", "content": [*_results(chain, body), *_results_for(chain[-2], "20C")]}],
+    },
     "the answer echoed again after the results": _with_messages(
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_x", "name": "get_weather", "input": {}}]}
     ),
