@@ -4,9 +4,9 @@ when to give up on the client).
 May touch: the connection's transport and its parser; the engine only through `Front`, and ASGI
 apps only through `Cycle`. A few dozen lines of protocol where uvicorn's ASGI cycle used to be: most
 requests are answered on the loop's next step after the read that completed them, with no task,
-and each answer leaves in one write (head and every SSE frame of a stream, all
-ready at once, with its chunked framing made in one join). What one client can cost the others is
-bounded here and in `_watch`:
+and each answer leaves in one write (head and every SSE frame of a stream, all ready at once, with
+its chunked framing made in one join). What one client can cost the others is bounded here and in
+`_watch`:
 
 - a request head must arrive within `head_timeout` of the connection opening or of the previous
   answer (at most 64 KiB of it), a body within `body_timeout`; an idle kept-alive connection is
@@ -86,6 +86,7 @@ class Connection(Watch, asyncio.Protocol):
         self._write_check = NEVER
         self._answered = 0.0
         self._answering = False
+        """Inside `_next`'s loop (which `_finish` must not start again)."""
         self._waiting = False
         """Idle after an answer: the first byte of a next head turns the keep-alive deadline into
         the head deadline."""
