@@ -20,7 +20,7 @@ from .._base import (
     unique_token,
 )
 from .._openai import openai_error
-from .._sse import dumps, sse_frame
+from .._sse import dumps, quote, sse_frame
 from ._client import arguments_json, encode_call
 
 __all__ = ["encode_response", "encode_stream", "error"]
@@ -75,7 +75,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     deltas: list[str] = []  # each chunk's `delta`, as JSON text
     if text or not calls:
         deltas.append(dumps({"role": "assistant", "content": "", "refusal": None}))
-        deltas += [f'{{"content":{dumps(fragment)}}}' for fragment in split_fragments(text)]
+        deltas += [f'{{"content":{quote(fragment)}}}' for fragment in split_fragments(text)]
     elif len(calls) > 1:
         deltas.append(dumps({"role": "assistant", "content": None}))
     for index, call in enumerate(calls):
@@ -91,7 +91,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         else:
             deltas.append(dumps({"tool_calls": [opening]}))
         deltas += [
-            f'{{"tool_calls":[{{"index":{index},"function":{{"arguments":{dumps(fragment)}}}}}]}}'
+            f'{{"tool_calls":[{{"index":{index},"function":{{"arguments":{quote(fragment)}}}}}]}}'
             for fragment in split_fragments(arguments)
         ]
     options = conversation.raw.get("stream_options")
