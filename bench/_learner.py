@@ -69,7 +69,7 @@ def trivial(where: Path, count: int) -> Path:
     return path
 
 
-def _environment() -> dict[str, str]:
+def environment() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a learner's Python caches bytecode: measure that
     env.pop("NO_COLOR", None)
@@ -83,7 +83,7 @@ def floor(where: Path, tests: Path, *options: str) -> float:
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(tests.relative_to(where))],
-        cwd=where, env=_environment(), capture_output=True, check=False,
+        cwd=where, env=environment(), capture_output=True, check=False,
     )  # fmt: skip
     return time.perf_counter() - started
 
@@ -97,7 +97,7 @@ def check(challenges: Path, number: str) -> tuple[float, int, str]:
     started = time.perf_counter()
     done = subprocess.run(
         [*sandbox_command(), "check", number, "--dir", str(challenges)],
-        cwd=challenges.parent, env=_environment(), capture_output=True, check=False,
+        cwd=challenges.parent, env=environment(), capture_output=True, check=False,
     )  # fmt: skip
     seconds = time.perf_counter() - started
     lines = done.stdout.decode(errors="replace").strip().splitlines()
@@ -107,7 +107,7 @@ def check(challenges: Path, number: str) -> tuple[float, int, str]:
 def count_tests(challenges: Path, folder: str) -> int:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", f"challenges/{folder}"],
-        cwd=challenges.parent, env=_environment(), capture_output=True, text=True, check=False,
+        cwd=challenges.parent, env=environment(), capture_output=True, text=True, check=False,
     )  # fmt: skip
     return sum(1 for line in done.stdout.splitlines() if "::" in line)
 
@@ -119,7 +119,7 @@ class Watch:
         self.challenges = challenges
         self.process = subprocess.Popen(
             [*sandbox_command(), "watch", "--dir", str(challenges)],
-            cwd=challenges.parent, env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=challenges.parent, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,  # its group holds the graders it starts: closed whole
         )  # fmt: skip
         assert self.process.stdout is not None

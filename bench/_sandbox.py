@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from _learner import environment
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -73,7 +75,7 @@ def catalogue_run(rounds: int) -> dict[str, tuple[float, str]]:
             command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "challenges/"]
             command += ["--impl", "solutions", "--isolation", mode]
             started = time.perf_counter()
-            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+            done = subprocess.run(command, cwd=ROOT, env=environment(), capture_output=True, text=True, check=False)
             wall = time.perf_counter() - started
             tail = (done.stdout + done.stderr).strip().splitlines()[-1:]
             if mode not in best or wall < best[mode][0]:

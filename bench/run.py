@@ -482,6 +482,9 @@ def row_challenges(settings: Settings) -> list[Row]:
     ]
     if not tests:
         return [Row(name, None, "pytest on one trivial test", "< 3 s", None, "n/a: challenges/ has no tests yet")]
+    import _learner
+
+    env = _learner.environment()  # bytecode cached, as a learner's Python caches it: both sides alike
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "test_trivial.py").write_text("def test_trivial():\n    pass\n")
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -490,12 +493,13 @@ def row_challenges(settings: Settings) -> list[Row]:
         code, tail = 0, [""]
         for _ in range(2 if settings.quick else 3):
             started = time.perf_counter()
-            subprocess.run([*command, tmp], cwd=tmp, capture_output=True, check=False)
+            subprocess.run([*command, tmp], cwd=tmp, env=env, capture_output=True, check=False)
             base_times.append(time.perf_counter() - started)
             started = time.perf_counter()
             done = subprocess.run(
-                [*command, "challenges/", "--impl", "solutions"], cwd=ROOT, capture_output=True, text=True, check=False
-            )
+                [*command, "challenges/", "--impl", "solutions"],
+                cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+            )  # fmt: skip
             times.append(time.perf_counter() - started)
             code, tail = done.returncode, (done.stdout + done.stderr).strip().splitlines()[-1:]
     wall, base = min(times), min(base_times)

@@ -3,10 +3,10 @@ when to give up on the client).
 
 May touch: the connection's transport and its parser; the engine only through `Front`, and ASGI
 apps only through `Cycle`. A few dozen lines of protocol where uvicorn's ASGI cycle used to be: most
-requests are answered as soon as the read that completed them is parsed, with no task and no
-callback scheduled, and each answer leaves in one write (head and every SSE frame of a stream, all
-ready at once, with its chunked framing made in one join). What one client can cost the others is
-bounded here and in `_watch`:
+requests are answered on the loop's next step after the read that completed them, with no task,
+and each answer leaves in one write (head and every SSE frame of a stream, all ready at once, with
+its chunked framing made in one join). What one client can cost the others is bounded here and in
+`_watch`:
 
 - a request head must arrive within `head_timeout` of the connection opening or of the previous
   answer (at most 64 KiB of it), a body within `body_timeout`; an idle kept-alive connection is
@@ -86,6 +86,7 @@ class Connection(Watch, asyncio.Protocol):
         self._write_check = NEVER
         self._answered = 0.0
         self._answering = False
+        """Inside `_next`'s loop (which `_finish` must not start again)."""
         self._waiting = False
         """Idle after an answer: the first byte of a next head turns the keep-alive deadline into
         the head deadline."""
@@ -140,7 +141,11 @@ class Connection(Watch, asyncio.Protocol):
             # (see `sandbox._tcp`). A whole request needs no ACK of its own: its answer carries one.
             quick_ack(self._socket)
         if self.queue:
-            self._next()
+            # On the loop's next step, after every connection ready at this one has been read and
+            # parsed: with many clients, parsing them all and then answering them one after the
+            # other costs less CPU than answering each read at once (about 10 % a request at 16
+            # clients, in alternating runs), likely as each kind of work finds its code still cached.
+            self.loop.call_soon(self._next)
 
     def eof_received(self) -> bool | None:
         """The client will send no more. Finish what it asked (half-close), then close."""
@@ -235,7 +240,7 @@ class Connection(Watch, asyncio.Protocol):
         request = self.current
         assert request is not None
         self.current = None
-        self.queue.append(request)  # answered once the parse of this read is over (`data_received`)
+        self.queue.append(request)  # answered once the parse of this read is over (see `data_received`)
 
     # -- answering ------------------------------------------------------------------------------------
 

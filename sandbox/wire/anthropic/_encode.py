@@ -21,6 +21,7 @@ from .._base import (
     WireError,
     split_fragments,
     stable_token,
+    unique_token,
 )
 from .._sse import dumps, sse_frame, to_bytes
 from ._client import ERROR_TYPES, WIRE_STOP, wire_blocks
@@ -40,7 +41,7 @@ def _response_blocks(message: Message) -> list[dict[str, Any]]:
 
 
 def request_id(request_digest: str) -> str:
-    return "req_011C" + stable_token(f"request-id:{request_digest}", 20, BASE58)
+    return "req_011C" + unique_token(f"request-id:{request_digest}", 20, BASE58)
 
 
 def identified_error_body(error: WireError, request_digest: str) -> bytes:
@@ -56,7 +57,7 @@ def identified_error_body(error: WireError, request_digest: str) -> bytes:
 
 # -- client side -------------------------------------------------------------------------------
 def _message_id(turn: ModelTurn) -> str:
-    return "msg_01" + stable_token(turn.response_seed, 22, BASE58)
+    return "msg_01" + unique_token(turn.response_seed, 22, BASE58)
 
 
 def _stop(turn: ModelTurn) -> str:

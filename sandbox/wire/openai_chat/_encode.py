@@ -17,6 +17,7 @@ from .._base import (
     WireError,
     split_fragments,
     stable_token,
+    unique_token,
 )
 from .._openai import openai_error
 from .._sse import dumps, sse_frame
@@ -133,7 +134,7 @@ def _finish_reason(turn: ModelTurn, conversation: Conversation) -> str:
 def _envelope(turn: ModelTurn, conversation: Conversation, kind: str) -> dict[str, Any]:
     """The fields every body and chunk repeats, in the recorded key order."""
     return {
-        "id": "chatcmpl-" + stable_token(f"chatcmpl:{turn.response_seed}", 29),
+        "id": "chatcmpl-" + unique_token(f"chatcmpl:{turn.response_seed}", 29),
         "object": kind,
         "created": CREATED_AT,
         "model": conversation.model,
