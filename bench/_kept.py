@@ -59,28 +59,46 @@ def memory_child(responses: int, messages: int, bound_mib: float) -> None:
 
 
 CHAINS = 5
-"""Chains timed per figure, each in a fresh engine: the median is of their last 20 continuations each."""
+"""Rounds per figure, each with a fresh engine per chain."""
+SHORT, LONG = 30, 500
+"""The depths compared: the last 20 continuations of a chain this long."""
 
 
-def _median_ms(depth: int, start: Callable[[Any], tuple[str, dict[str, Any]]], step: Step) -> float:
-    """The median time of the last 20 continuations of `CHAINS` chains `depth` long: `start(engine)`
-    gives the path and the first answer, `step(answer)` the next continuation's body."""
+def _paired_ms(start: Callable[[Any], tuple[str, dict[str, Any]]], step: Step) -> tuple[float, float]:
+    """The median times of continuations at depth 10-30 and at depth 480-500, measured in one process
+    in alternating steps (a short chain's, a long chain's), `CHAINS` rounds: processes started a
+    minute apart ran the same continuation at 0.13 and at 0.27 ms, so timing the two depths in two
+    processes measured the processes as much as the depth. `start(engine)` gives the path and the
+    first answer, `step(answer)` the next continuation's body."""
     import sandbox
 
-    times: list[float] = []
-    for _ in range(CHAINS):
-        engine = sandbox.Engine(budget=depth + 10)
-        path, answer = start(engine)
-        for index in range(depth):
-            body = json.dumps(step(answer)).encode()
-            started = time.thread_time()
-            exchange = engine.handle("POST", path, body)
-            elapsed = time.thread_time() - started
-            assert exchange.status == 200, exchange.body[:300]
-            if index >= depth - 20:
-                times.append(elapsed)
-            answer = json.loads(exchange.body)
-    return statistics.median(times) * 1000
+    times: dict[int, list[float]] = {SHORT: [], LONG: []}
+    for round_ in range(CHAINS):
+        chains = {}
+        for depth in (SHORT, LONG):
+            engine = sandbox.Engine(budget=depth + 10)
+            path, answer = start(engine)
+            for _ in range(depth - 20):
+                answer = _answer(engine, path, step(answer))[0]
+            chains[depth] = (engine, path, answer)
+        for index in range(20):
+            for depth in (SHORT, LONG) if (index + round_) % 2 else (LONG, SHORT):
+                engine, path, answer = chains[depth]
+                answer, elapsed = _answer(engine, path, step(answer))
+                chains[depth] = (engine, path, answer)
+                times[depth].append(elapsed)
+    return statistics.median(times[SHORT]) * 1000, statistics.median(times[LONG]) * 1000
+
+
+def _answer(engine: Any, path: str, request: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """The answer to `request` and the CPU time the answering thread spent on it."""
+    body = json.dumps(request).encode()
+    started = time.thread_time()
+    exchange = engine.handle("POST", path, body)
+    elapsed = time.thread_time() - started
+    assert exchange.status == 200, exchange.body[:300]
+    answer: dict[str, Any] = json.loads(exchange.body)
+    return answer, elapsed
 
 
 def _output(answer: dict[str, Any]) -> dict[str, Any]:
@@ -93,8 +111,8 @@ def _create(engine: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def chain_child(depth: int) -> None:
-    """Prints the median time of a `previous_response_id` continuation at depth `depth - 20` to `depth`."""
+def chain_child() -> None:
+    """Prints the median times of a `previous_response_id` continuation at depth 10-30 and 480-500."""
 
     def start(engine: Any) -> tuple[str, dict[str, Any]]:
         return "/v1/responses", _create(
@@ -104,11 +122,12 @@ def chain_child(depth: int) -> None:
     def step(answer: dict[str, Any]) -> dict[str, Any]:
         return {"model": "runaway", "previous_response_id": answer["id"], "tools": TOOLS, "input": [_output(answer)]}
 
-    print(json.dumps({"median_ms": _median_ms(depth, start, step)}))
+    short, long = _paired_ms(start, step)
+    print(json.dumps({"short_ms": short, "long_ms": long}))
 
 
-def thread_child(depth: int) -> None:
-    """Prints the median time of an Anthropic thread continuation at depth `depth - 20` to `depth`."""
+def thread_child() -> None:
+    """Prints the median times of an Anthropic thread continuation at depth 10-30 and 480-500."""
     tools = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 
     def start(engine: Any) -> tuple[str, dict[str, Any]]:
@@ -133,11 +152,12 @@ def thread_child(depth: int) -> None:
             "thread": thread,
         }
 
-    print(json.dumps({"median_ms": _median_ms(depth, start, step)}))
+    short, long = _paired_ms(start, step)
+    print(json.dumps({"short_ms": short, "long_ms": long}))
 
 
-def conversation_child(depth: int) -> None:
-    """Prints the median time of a turn of a Responses `conversation` at depth `depth - 20` to `depth`."""
+def conversation_child() -> None:
+    """Prints the median times of a turn of a Responses `conversation` at depth 10-30 and 480-500."""
     turn: dict[str, Any] = {"model": "runaway", "tools": TOOLS}
 
     def start(engine: Any) -> tuple[str, dict[str, Any]]:
@@ -147,7 +167,8 @@ def conversation_child(depth: int) -> None:
     def step(answer: dict[str, Any]) -> dict[str, Any]:
         return {**turn, "input": [_output(answer)]}
 
-    print(json.dumps({"median_ms": _median_ms(depth, start, step)}))
+    short, long = _paired_ms(start, step)
+    print(json.dumps({"short_ms": short, "long_ms": long}))
 
 
 def _child(*args: str) -> dict[str, float]:
@@ -158,6 +179,15 @@ def _child(*args: str) -> dict[str, float]:
         raise RuntimeError(done.stderr.strip()[-400:])
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def _paired_row(kind: str) -> tuple[float, str]:
+    figures = _child(kind)
+    short, long = figures["short_ms"], figures["long_ms"]
+    return long / short, (
+        f"{short:.2f} ms at depth 10-30, {long:.2f} ms at depth 480-500 (CPU time, median of {CHAINS} x 20, "
+        "alternating in one process)"
+    )
 
 
 def memory_row(quick: bool) -> tuple[float, str]:
@@ -174,24 +204,18 @@ def memory_row(quick: bool) -> tuple[float, str]:
 
 
 def chain_row(quick: bool) -> tuple[float, str]:
-    """(continuation time at depth 500 / at depth 10, what was measured)."""
-    short = _child("chain", "30")["median_ms"]
-    long = _child("chain", "500")["median_ms"]
-    return long / short, f"{short:.2f} ms at depth 10-30, {long:.2f} ms at depth 480-500 (median of {CHAINS} x 20)"
+    """(continuation time at depth 500 / at depth 10-30, what was measured)."""
+    return _paired_row("chain")
 
 
 def thread_row(quick: bool) -> tuple[float, str]:
     """(thread continuation time at depth 500 / at depth 10-30, what was measured)."""
-    short = _child("thread", "30")["median_ms"]
-    long = _child("thread", "500")["median_ms"]
-    return long / short, f"{short:.2f} ms at depth 10-30, {long:.2f} ms at depth 480-500 (median of {CHAINS} x 20)"
+    return _paired_row("thread")
 
 
 def conversation_row(quick: bool) -> tuple[float, str]:
     """(conversation turn time at depth 500 / at depth 10-30, what was measured)."""
-    short = _child("conversation", "30")["median_ms"]
-    long = _child("conversation", "500")["median_ms"]
-    return long / short, f"{short:.2f} ms at depth 10-30, {long:.2f} ms at depth 480-500 (median of {CHAINS} x 20)"
+    return _paired_row("conversation")
 
 
 if __name__ == "__main__":
@@ -199,8 +223,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "memory":
         memory_child(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     elif sys.argv[1] == "thread":
-        thread_child(int(sys.argv[2]))
+        thread_child()
     elif sys.argv[1] == "conversation":
-        conversation_child(int(sys.argv[2]))
+        conversation_child()
     else:
-        chain_child(int(sys.argv[2]))
+        chain_child()

@@ -74,6 +74,8 @@ def check_size(wire: WireFormat, conversation: Conversation, checked: int = 0) -
         )
     for index in range(checked, len(messages)):
         message = messages[index]
+        if len(message.content) <= MAX_CALLS_PER_TURN:
+            continue  # too few parts to hold that many calls: nearly every message, counted for nothing
         calls = sum(1 for part in message.content if isinstance(part, ToolCall))
         if calls > MAX_CALLS_PER_TURN:
             raise wire.error(

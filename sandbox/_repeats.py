@@ -60,10 +60,14 @@ def history_keys(
     else:
         digest = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=16)
         before_last, rest = None, messages
-    for message in rest:
-        if message.role == "assistant":
-            before_last = digest.copy().hexdigest()
-        digest.update(_encoded(message).encode("utf-8", "surrogatepass"))
+    # Updating with the messages one by one or joined is the same digest: only the state before the
+    # last model turn is wanted on the way.
+    last = next((at for at in range(len(rest) - 1, -1, -1) if rest[at].role == "assistant"), None)
+    if last is not None:
+        digest.update("".join(map(_encoded, rest[:last])).encode("utf-8", "surrogatepass"))
+        before_last = digest.copy().hexdigest()
+        rest = rest[last:]
+    digest.update("".join(map(_encoded, rest)).encode("utf-8", "surrogatepass"))
     return digest.hexdigest(), before_last, Digested(scope, len(messages), digest, before_last)
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "WireError",
     "WireFormat",
     "stable_token",
+    "unique_token",
 ]
 
 CREATED_AT = 1767225600
@@ -43,12 +44,13 @@ _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 HEX = "0123456789abcdef"
 
 
-@functools.lru_cache(maxsize=4096)
-def stable_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
+def unique_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
     """A deterministic id body derived from `seed`, in the alphabet a provider uses: the SHA-256 of the
     seed read as a big-endian number, written in base `len(alphabet)` from its lowest digit up.
 
-    Most seeds are new (each answer's identity is in them), so the conversion runs per answer: two
+    This is for a seed that holds an answer's identity (no other answer has it: a response id, a
+    request id), so a memo could only churn; `stable_token` is the same text, memoised, for the seeds
+    every conversation shares (call and item ids, by scenario and step). The conversion takes two
     digits at a time from a table (dividing by the base twice is dividing by its square), and the hex
     alphabet straight from the hex digest, which holds those digits already."""
     digest = hashlib.sha256(seed.encode()).digest()
@@ -64,6 +66,10 @@ def stable_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
     if length % 2:
         chars.append(alphabet[number % len(alphabet)])
     return "".join(chars)
+
+
+stable_token = functools.lru_cache(maxsize=4096)(unique_token)
+"""`unique_token`, memoised: for the seeds many answers share (call and item ids, by scenario and step)."""
 
 
 @functools.lru_cache(maxsize=8)

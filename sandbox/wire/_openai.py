@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._base import HEX, Rule, WireError, stable_token
+from ._base import HEX, Rule, WireError, unique_token
 from ._sse import to_bytes
 
 __all__ = ["openai_error", "openai_request_headers"]
@@ -19,7 +19,7 @@ def openai_request_headers(request_digest: str) -> dict[str, str]:
     test_openai/test_openai_tool_output.yaml, test_run_stream_sync_streams_real_model.yaml, 2026).
     The processing time is a plausible number derived from the request, so output stays byte-identical."""
     return {
-        "x-request-id": "req_" + stable_token(f"x-request-id:{request_digest}", 32, HEX),
+        "x-request-id": "req_" + unique_token(f"x-request-id:{request_digest}", 32, HEX),
         "openai-processing-ms": str(100 + int(request_digest[:4], 16) % 700),
         "openai-version": "2020-10-01",
     }

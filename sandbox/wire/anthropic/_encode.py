@@ -21,8 +21,9 @@ from .._base import (
     WireError,
     split_fragments,
     stable_token,
+    unique_token,
 )
-from .._sse import dumps, sse_frame, to_bytes
+from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import ERROR_TYPES, WIRE_STOP, wire_blocks
 from ._reasoning import stream_deltas, stream_start
 
@@ -40,7 +41,7 @@ def _response_blocks(message: Message) -> list[dict[str, Any]]:
 
 
 def request_id(request_digest: str) -> str:
-    return "req_011C" + stable_token(f"request-id:{request_digest}", 20, BASE58)
+    return "req_011C" + unique_token(f"request-id:{request_digest}", 20, BASE58)
 
 
 def identified_error_body(error: WireError, request_digest: str) -> bytes:
@@ -56,7 +57,7 @@ def identified_error_body(error: WireError, request_digest: str) -> bytes:
 
 # -- client side -------------------------------------------------------------------------------
 def _message_id(turn: ModelTurn) -> str:
-    return "msg_01" + stable_token(turn.response_seed, 22, BASE58)
+    return "msg_01" + unique_token(turn.response_seed, 22, BASE58)
 
 
 def _stop(turn: ModelTurn) -> str:
@@ -141,7 +142,7 @@ def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
     # Each delta's frame is the JSON text `_frame` writes for it, put together from the parts that change.
     if block["type"] == "text":
         start: dict[str, Any] = {"type": "text", "text": ""}
-        deltas = [f'{{"type":"text_delta","text":{dumps(piece)}}}' for piece in split_fragments(block["text"])]
+        deltas = [f'{{"type":"text_delta","text":{quote(piece)}}}' for piece in split_fragments(block["text"])]
     elif block["type"] in ("thinking", "redacted_thinking"):
         start = stream_start(block)
         deltas = [dumps(delta) for delta in stream_deltas(block, split_fragments(block.get("thinking", "")))]
@@ -149,7 +150,7 @@ def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
         start = {**block, "input": {}}
         arguments = dumps(block["input"]) if block["input"] else ""
         pieces = [""] + split_fragments(arguments)
-        deltas = [f'{{"type":"input_json_delta","partial_json":{dumps(piece)}}}' for piece in pieces]
+        deltas = [f'{{"type":"input_json_delta","partial_json":{quote(piece)}}}' for piece in pieces]
     frames = [_frame("content_block_start", {"index": index, "content_block": start})]
     head = f'{{"type":"content_block_delta","index":{index},"delta":'
     frames += [sse_frame(f"{head}{delta}}}", event="content_block_delta") for delta in deltas]

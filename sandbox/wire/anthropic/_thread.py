@@ -39,7 +39,7 @@ class Thread:
     count: int
     """Wire messages walked: a continuation's first message is `messages[count]`."""
     messages: tuple[Message, ...]
-    """The neutral messages, the thread's `system` first."""
+    """The neutral messages (the thread's `system`, if it has one, first)."""
     paths: tuple[str, ...]
     last: tuple[str, tuple[tuple[int, int, Block], ...]]
     """The last merged turn, its role and blocks: a continuation's first messages may join it, and its

@@ -20,7 +20,7 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._sse import dumps, sse_frame
+from .._sse import dumps, quote, sse_frame
 from ._client import encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
 
@@ -53,28 +53,28 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     follows with it, the Gemini 3 shape."""
     if turn.message.reasoning():
         return _thinking_stream(turn, conversation)
-    chunks: list[list[dict[str, Any]]] = [
-        [{"text": fragment}]
+    chunks = [  # each chunk's parts as JSON text
+        f'[{{"text":{quote(fragment)}}}]'
         for part in turn.message.content
         if isinstance(part, Text)
         for fragment in split_fragments(part.text)
     ]
     calls = [encode_part(part) for part in turn.message.tool_calls()]
     if calls or not chunks:
-        chunks.append(calls or [{"text": ""}])  # the finishReason needs a chunk to ride on
+        chunks.append(dumps(calls or [{"text": ""}]))  # the finishReason needs a chunk to ride on
     return _frames(chunks, turn, conversation)
 
 
 def _thinking_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     thoughts = [part for part in turn.message.reasoning() if is_thought(part)]
     texts = [part for part in turn.message.content if isinstance(part, Text)]
-    chunks: list[list[dict[str, Any]]] = [[part.data()] for part in thoughts]
-    chunks += [[{"text": fragment}] for part in texts for fragment in split_fragments(part.text)]
+    chunks = [dumps([part.data()]) for part in thoughts]
+    chunks += [f'[{{"text":{quote(fragment)}}}]' for part in texts for fragment in split_fragments(part.text)]
     rest = [part for part in turn.message.content if not isinstance(part, Text) and part not in thoughts]
     calls = encode_parts(rest, fake_part)
     if calls:
-        chunks.append(calls)
-    chunks.append([{"text": ""}])
+        chunks.append(dumps(calls))
+    chunks.append('[{"text":""}]')
     return _frames(chunks, turn, conversation)
 
 
@@ -123,15 +123,16 @@ _FINISH = {
 }
 
 
-def _frames(chunks: list[list[dict[str, Any]]], turn: ModelTurn, conversation: Conversation) -> list[bytes]:
-    """One SSE frame per chunk of parts; the last carries the finish reason."""
+def _frames(chunks: list[str], turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+    """One SSE frame per chunk of parts (each the JSON text of its parts); the last carries the finish
+    reason."""
     # Each frame is the JSON text `dumps` writes for `{"candidates": [candidate], **fields}`, put
     # together from the parts that change (the fields are the same in every frame).
     tail = ',"index":0}],' + dumps(_response_fields(turn, conversation))[1:]
     last = "," + dumps(_finish(turn))[1:-1]
     return [
         sse_frame(
-            f'{{"candidates":[{{"content":{{"parts":{dumps(parts)},"role":"model"}}'
+            f'{{"candidates":[{{"content":{{"parts":{parts},"role":"model"}}'
             f"{last if number == len(chunks) - 1 else ''}{tail}",
             newline="\r\n",
         )

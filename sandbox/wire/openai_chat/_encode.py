@@ -17,9 +17,10 @@ from .._base import (
     WireError,
     split_fragments,
     stable_token,
+    unique_token,
 )
 from .._openai import openai_error
-from .._sse import dumps, sse_frame
+from .._sse import dumps, quote, sse_frame
 from ._client import arguments_json, encode_call
 
 __all__ = ["encode_response", "encode_stream", "error"]
@@ -74,7 +75,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     deltas: list[str] = []  # each chunk's `delta`, as JSON text
     if text or not calls:
         deltas.append(dumps({"role": "assistant", "content": "", "refusal": None}))
-        deltas += [f'{{"content":{dumps(fragment)}}}' for fragment in split_fragments(text)]
+        deltas += [f'{{"content":{quote(fragment)}}}' for fragment in split_fragments(text)]
     elif len(calls) > 1:
         deltas.append(dumps({"role": "assistant", "content": None}))
     for index, call in enumerate(calls):
@@ -90,7 +91,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         else:
             deltas.append(dumps({"tool_calls": [opening]}))
         deltas += [
-            f'{{"tool_calls":[{{"index":{index},"function":{{"arguments":{dumps(fragment)}}}}}]}}'
+            f'{{"tool_calls":[{{"index":{index},"function":{{"arguments":{quote(fragment)}}}}}]}}'
             for fragment in split_fragments(arguments)
         ]
     options = conversation.raw.get("stream_options")
@@ -133,7 +134,7 @@ def _finish_reason(turn: ModelTurn, conversation: Conversation) -> str:
 def _envelope(turn: ModelTurn, conversation: Conversation, kind: str) -> dict[str, Any]:
     """The fields every body and chunk repeats, in the recorded key order."""
     return {
-        "id": "chatcmpl-" + stable_token(f"chatcmpl:{turn.response_seed}", 29),
+        "id": "chatcmpl-" + unique_token(f"chatcmpl:{turn.response_seed}", 29),
         "object": kind,
         "created": CREATED_AT,
         "model": conversation.model,

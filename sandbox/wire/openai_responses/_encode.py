@@ -20,7 +20,7 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._sse import dumps, sse_frame
+from .._sse import dumps, quote, sse_frame
 from ._ids import item_id_for, response_id
 from ._reasoning import stream_item
 
@@ -265,7 +265,7 @@ class _StreamWriter:
         `after` (`,"logprobs":[]`) written by the caller once for all of an item's deltas."""
         number = len(self.frames)
         obfuscation = self._obfuscation(number, fragment)
-        data = f'{{"type":"{kind}","sequence_number":{number}{ids},"delta":{dumps(fragment)}{obfuscation}{after}}}'
+        data = f'{{"type":"{kind}","sequence_number":{number}{ids},"delta":{quote(fragment)}{obfuscation}{after}}}'
         self.frames.append(sse_frame(data, event=kind))
 
     def _obfuscation(self, number: int, delta: str) -> str:

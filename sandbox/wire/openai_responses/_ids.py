@@ -10,7 +10,7 @@ response's own digits come from the request as well, so that no two requests sha
 
 from __future__ import annotations
 
-from .._base import CREATED_AT, HEX, stable_token
+from .._base import CREATED_AT, HEX, stable_token, unique_token
 
 __all__ = ["item_id_for", "response_id"]
 
@@ -29,4 +29,4 @@ def item_id_for(prefix: str, seed: str, what: str) -> str:
 
 def response_id(response_seed: str, seed: str) -> str:
     """The `resp_` id of the answer to one request (`response_seed`) at the turn `seed`."""
-    return _shaped("resp", stable_token(f"{response_seed}:response", 20, HEX), seed)
+    return _shaped("resp", unique_token(f"{response_seed}:response", 20, HEX), seed)
