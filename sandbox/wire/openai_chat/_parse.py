@@ -89,7 +89,7 @@ def _neutral_tool(function: Mapping[str, Any]) -> Tool:
     parameters = function.get("parameters")
     if parameters is None:
         return Tool(function["name"], function.get("description") or "")
-    return Tool(function["name"], function.get("description") or "", parameters)
+    return assembled(Tool, name=function["name"], description=function.get("description") or "", parameters=parameters)
 
 
 def _normalise_tool_choice(choice: Any) -> str | None:

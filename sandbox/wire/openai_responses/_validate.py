@@ -17,10 +17,11 @@ below are copied from those rows. "[ISSUE]": quoted in a public issue (named whe
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from ..._types import Role, Tool
+from ..._types import Role, Tool, assembled
 from .._base import Rule, WireError
 from .._json import decode
 from .._openai import openai_error
@@ -101,6 +102,7 @@ NEUTRAL_ROLES: dict[str, Role] = {
 _TOOL_CHOICES = ("none", "auto", "required")
 _CALL_ID_MAX = 64  # [REF] R7
 _TOOL_NAME_MAX = 64  # [INF] the Chat Completions limit, which the docs state for both APIs
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 MIN_OUTPUT_TOKENS = 16  # [OBS]
 
 SCALARS = (
@@ -256,7 +258,7 @@ def check_function_tool(path: str, tool: Mapping[str, Any]) -> Tool:
             f"{path}.name",
             "string_above_max_length",
         )  # [INF] REF template
-    if not name or not all(char.isascii() and (char.isalnum() or char in "_-") for char in name):
+    if not _TOOL_NAME.fullmatch(name):
         fail(
             f"Invalid '{path}.name': string does not match pattern. Expected a string that matches "
             "the pattern '^[a-zA-Z0-9_-]+$'.",
@@ -273,7 +275,7 @@ def check_function_tool(path: str, tool: Mapping[str, Any]) -> Tool:
     if strict is not None and not isinstance(strict, bool):
         wrong_type(f"{path}.strict", "a boolean", strict)  # [INF]
     schema = parameters if parameters is not None else {"type": "object", "properties": {}}
-    return Tool(name, description or "", schema)
+    return assembled(Tool, name=name, description=description or "", parameters=schema)
 
 
 def check_tool_choice(value: Any) -> str | None:
