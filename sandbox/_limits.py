@@ -6,10 +6,9 @@ May touch: the request body and its neutral conversation, read-only; each limit 
 
 from __future__ import annotations
 
-import json
-
 from ._types import ToolCall
 from .wire import Conversation, Rule, WireFormat
+from .wire._json import loads
 
 __all__ = ["COUNT_ABOVE", "MAX_CALLS_PER_TURN", "MAX_ITEMS", "MAX_MESSAGES", "check_items", "check_size"]
 
@@ -31,7 +30,7 @@ def check_items(wire: WireFormat, body: bytes) -> None:
     """Refuse a request with more than `MAX_ITEMS` messages, parts and tools before the wire format
     parses and validates them one by one. Anything this cannot read is left to the wire format."""
     try:
-        data = json.loads(body)
+        data = loads(body)
     except (ValueError, RecursionError):
         return
     if not isinstance(data, dict):

@@ -78,7 +78,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) <= 65535:
+    if not (text.isascii() and text.isdigit()) or not 0 <= int(text) <= 65535:  # '²' is a digit to isdigit
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: use a number from 1 to 65535 (0: any free one)")
     return int(text)
 

@@ -140,3 +140,22 @@ def test_an_answer_names_its_conversation_only_when_the_request_named_one() -> N
     assert created.response.conversation is not None and created.response.conversation.id == other.id
     assert streamed.conversation is not None and streamed.conversation.id == other.id
     assert "conversation" not in alone.http_response.json()
+
+
+def test_a_stored_response_and_a_conversation_at_once_are_refused_as_the_api_refuses_them() -> None:
+    """Both kinds of history named in one request, each of them real and the sender's own: the API refuses
+    the pair before it looks either up. Before, the learner read that the stored response was not found."""
+    import openai
+
+    with _in_process() as client:
+        conversation = client.conversations.create()
+        stored = client.responses.create(model="plain_text", input="hi")
+        with pytest.raises(openai.BadRequestError) as info:
+            client.responses.create(
+                model="plain_text", input="again", previous_response_id=stored.id, conversation=conversation.id
+            )
+    error = info.value.body
+    assert isinstance(error, dict) and error["code"] == "mutually_exclusive_parameters" and error["param"] is None
+    assert error["message"].startswith(
+        "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'."
+    )

@@ -18,9 +18,12 @@ def test_select_takes_any_spelling_of_a_challenge(wanted: str) -> None:
     assert select(load_challenges(ROOT), wanted).name == "02_bounded_loop"
 
 
-def test_select_lists_the_choices_when_nothing_matches() -> None:
-    with pytest.raises(LookupError, match=r"No challenge 'loop'\. The challenges are:\n- 1: 01_apply_tool_results"):
-        select(load_challenges(ROOT), "loop")
+@pytest.mark.parametrize("wanted", ["loop", "²"])
+def test_select_lists_the_choices_when_nothing_matches(wanted: str) -> None:
+    """'²' is a digit to `str.isdigit` but no number to `int`: it was a traceback from `sandbox check ²`."""
+    choices = r"The challenges are:\n- 1: 01_apply_tool_results"
+    with pytest.raises(LookupError, match=rf"No challenge '{wanted}'\. {choices}"):
+        select(load_challenges(ROOT), wanted)
 
 
 def test_root_is_found_from_inside_and_above(tmp_path: Path) -> None:

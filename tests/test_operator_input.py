@@ -88,7 +88,7 @@ def test_a_fifo_or_a_device_named_toml_is_refused_without_hanging(tmp_path: Path
     ]
 
 
-@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+@pytest.mark.parametrize("port", ["70000", "-1", "http", "²"])
 def test_a_port_out_of_range_is_one_error_line(capsys: pytest.CaptureFixture[str], port: str) -> None:
     line = _one_error_line(capsys, ["serve", f"--port={port}"])
     assert f"{port!r} is not a TCP port: use a number from 1 to 65535" in line

@@ -652,10 +652,14 @@ def test_input_item_schema_has_clear_error(items: list[Any], message: str, param
          "previous_response_id", "previous_response_not_found"),
         ({"input": []}, "One of \"input\" or \"previous_response_id\" or 'prompt' or 'conversation' must be "
          "provided.", None, "missing_required_parameter"),
+        ({"input": "hi", "previous_response_id": "resp_x", "conversation": "conv_1"}, "Mutually exclusive "
+         "parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.", None,
+         "mutually_exclusive_parameters"),
     ],
     ids=["model-null", "input-null", "input-int", "chat-max-tokens", "stop-suggests-store", "two-suggestions",
          "chat-messages", "chat-shaped-tool", "tool-name-pattern", "chat-tool-choice", "tool-choice-any",
-         "stream-type", "max-output-tokens-min", "previous-response", "empty-input"],
+         "stream-type", "max-output-tokens-min", "previous-response", "empty-input",
+         "two-histories"],
 )  # fmt: skip
 def test_top_level_schema_has_clear_error(fields: dict[str, Any], message: str, param: str | None, code: str) -> None:
     error = rejection(body(**fields))

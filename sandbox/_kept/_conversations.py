@@ -29,6 +29,7 @@ import urllib.parse
 from typing import Any
 
 from ..wire import Rule, WireError, get_wire_format
+from ..wire._json import loads
 from ._errors import explain_missing_conversation
 from ._store import ENTRY_OVERHEAD, Entry, Store
 
@@ -214,7 +215,7 @@ class Conversations:
         if allow_empty and not body.strip():
             return {}
         try:
-            data = json.loads(body)
+            data = loads(body)
         except (ValueError, RecursionError):
             data = None
         if not isinstance(data, dict):

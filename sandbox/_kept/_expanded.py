@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..wire import Conversation, WireFormat
+from ..wire._json import decode
 from ..wire._sse import dumps
 from ._chain import Resume
 from ._store import Claim
@@ -97,7 +98,7 @@ def json_object(body: bytes) -> dict[str, Any] | None:
     """`body` as a JSON object, or None (not JSON, NaN or Infinity, or not an object): the wire format
     then reads it, and says what is wrong."""
     try:
-        data = json.loads(body, parse_constant=_not_json)
+        data = decode(body, _DECODER)
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
@@ -105,6 +106,9 @@ def json_object(body: bytes) -> dict[str, Any] | None:
 
 def _not_json(name: str) -> Any:
     raise ValueError(name)  # NaN and Infinity are not JSON: the wire format says so
+
+
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 def reads_alike(*parts: bytes) -> bool:

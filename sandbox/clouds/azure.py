@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qs
 
 from ..wire import Rule, WireError
+from ..wire._json import loads
 from ._route import CloudRefusal, CloudRoute, json_error
 
 __all__ = ["API_VERSIONS", "HOSTS", "deployment_not_found", "translate"]
@@ -134,7 +135,7 @@ def _error(status: int, code: str, message: str, rule: Rule = Rule.MALFORMED) ->
 def _body_model(body: bytes) -> str:
     """The model the body names (the v1 API and Azure Responses take the deployment there)."""
     try:
-        data = json.loads(body)
+        data = loads(body)
     except (ValueError, RecursionError):
         return ""
     model = data.get("model") if isinstance(data, dict) else None
@@ -147,7 +148,7 @@ def _with_model(body: bytes, deployment: str) -> bytes:
     A body that is not a JSON object goes on unchanged, for the wire format to refuse in its own words.
     """
     try:
-        data = json.loads(body)
+        data = loads(body)
     except (ValueError, RecursionError):
         return body
     if not isinstance(data, dict) or data.get("model") == deployment:

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qs
 
 from ..wire import Rule, WireError
+from ..wire._json import loads
 from ._route import CloudRefusal, CloudRoute, json_error
 
 __all__ = ["HOSTS", "model_not_found", "translate"]
@@ -111,7 +112,7 @@ def _messages_body(body: bytes, model: str, *, stream: bool) -> bytes | WireErro
     own words.
     """
     try:
-        data = json.loads(body)
+        data = loads(body)
     except (ValueError, RecursionError):
         return body
     if not isinstance(data, dict):

@@ -101,7 +101,7 @@ class Front:
         if method == "OPTIONS":
             return self._options(path, headers)
         length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > self.max_body:
+        if length.isascii() and length.isdigit() and int(length) > self.max_body:  # '²'.isdigit() is true
             return self._reply(method, headers, self.engine.refuse_oversized(method, path, int(length)), close=True)
         unknown = [name for name in _encodings(headers) if name not in _DECODERS]
         if unknown:

@@ -1,22 +1,60 @@
 """Reading a request's JSON with a decoder made once: what `json.loads(body, parse_constant=...)`
 does, without building a new decoder and scanner on every call (`json.loads` only reuses its own
-decoder when called with no options). Touches nothing but the text it is handed.
+decoder when called with no options), and with a nesting limit that does not depend on the caller.
+Touches nothing but the text it is handed.
+
+Why the limit: Python's decoder recurses once per level and gives up with `RecursionError` when the
+interpreter's stack runs out, so where it gives up depends on how deep the caller already is. The
+same body could then be decoded on `sandbox serve`'s event loop and refused in its worker thread, or
+in a test. Past `MAX_NESTING` levels a body is refused before decoding, the same way whichever door
+or thread reads it; below it the decoder has room to spare on any stack the sandbox runs on.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from itertools import accumulate
 from typing import Any
 
-__all__ = ["decode"]
+__all__ = ["MAX_NESTING", "decode", "loads"]
+
+MAX_NESTING = 512
+"""Arrays and objects inside one another in one request. [INF] A sandbox limit, not a provider's
+(none documents one): a tool schema nests tens of levels, and Python's own decoder, which gave up
+near 1,000 levels less the caller's depth, was the limit before."""
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def decode(data: bytes | bytearray | str, decoder: json.JSONDecoder) -> Any:
     """`json.loads(data, ...)` with `decoder`'s options: `json.loads`'s own steps (a BOM refused in text,
-    bytes decoded in the encoding they announce), then `decoder.decode`; same values, same errors."""
+    bytes decoded in the encoding they announce), then `decoder.decode`; same values, same errors, and
+    `RecursionError` for a body nested past `MAX_NESTING`, as each wire format's caller expects of it."""
     if isinstance(data, str):
         if data.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
     else:
         data = data.decode(json.detect_encoding(data), "surrogatepass")
+    if data.count("[") + data.count("{") > MAX_NESTING and _nesting(data) > MAX_NESTING:
+        raise RecursionError(f"the JSON nests deeper than {MAX_NESTING} levels")
     return decoder.decode(data)
+
+
+_PLAIN = json.JSONDecoder()
+
+
+def loads(data: bytes | bytearray | str) -> Any:
+    """`json.loads(data)` with the nesting limit: for what a request carries (its body read for a
+    door's own purposes, a call's `arguments` string), so its reading never depends on the stack."""
+    return decode(data, _PLAIN)
+
+
+def _nesting(text: str) -> int:
+    """The deepest point of `text`'s brackets outside its strings (unclosed ones count, as the decoder
+    goes down into them before it finds the end missing); only asked of a body with more brackets than
+    the limit, so most bodies never pay for it."""
+    shape = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, shape)), default=0)

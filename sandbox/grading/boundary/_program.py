@@ -140,9 +140,9 @@ def run_program(
     word, _, rest = said.partition(" ")
     if word == "notstarted":
         return ProgramRun(None, "", "", not_started=rest)
-    if word == "exit" and rest.isdigit():
+    if word == "exit" and rest.isascii() and rest.isdigit():
         return dataclasses.replace(run, returncode=int(rest))
-    if word == "signal" and rest.isdigit():
+    if word == "signal" and rest.isascii() and rest.isdigit():
         return dataclasses.replace(run, returncode=-int(rest))
     return dataclasses.replace(run, returncode=-signal.SIGKILL, timed_out=True)
 

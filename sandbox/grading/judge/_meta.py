@@ -111,7 +111,8 @@ def select(challenges: Sequence[ChallengeInfo], wanted: str) -> ChallengeInfo:
     """
     text = wanted.strip().rstrip("/\\").split("/")[-1].split("\\")[-1]
     for challenge in challenges:
-        if text in (challenge.name, challenge.name[3:]) or (text.isdigit() and int(text) == challenge.number):
+        numbered = text.isascii() and text.isdigit()  # '²' is a digit to isdigit, and no number to int
+        if text in (challenge.name, challenge.name[3:]) or (numbered and int(text) == challenge.number):
             return challenge
     choices = "\n".join(f"- {challenge.number}: {challenge.name}" for challenge in challenges)
     raise LookupError(f"No challenge {wanted!r}. The challenges are:\n{choices}")

@@ -4,7 +4,6 @@ then the body in the neutral model. Touches only request bytes; raises nothing b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +11,7 @@ from ..._types import Message, Text, Tool, ToolCall, assembled, wire_call, wire_
 from .._base import (
     Conversation,
 )
+from .._json import loads
 from ._encode import error
 from ._pairing import check_pairing
 from ._validate import Rejection, check_request, load_body
@@ -79,7 +79,7 @@ def _neutral_call(call: Mapping[str, Any]) -> ToolCall:
     (reference C15), and read as no arguments."""
     function = call["function"]
     try:
-        arguments = json.loads(function["arguments"])
+        arguments = loads(function["arguments"])
     except (ValueError, RecursionError):
         arguments = {}
     return wire_call(call["id"], function["name"], arguments if isinstance(arguments, dict) else {})

@@ -5,7 +5,6 @@ Touches only request bytes; raises nothing but `WireError`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ from .._base import (
     Conversation,
     Rule,
 )
+from .._json import loads
 from ._chain import START as _START
 from ._chain import Ref as _Ref
 from ._chain import Turn as _Turn
@@ -164,8 +164,19 @@ class _Parser:
             )
 
     def _check_server_state(self) -> None:
-        """The sandbox stores nothing, so every stored-state reference is one the server never saw."""
+        """The sandbox stores nothing, so every stored-state reference is one the server never saw; but
+        naming both kinds of history at once is refused first, as the API refuses it whatever either
+        names (praxis-proxy/ai#999, whose review quotes the API's answer: the 400, its type, `param`
+        null, code `mutually_exclusive_parameters`; the message's middle is elided there, so the
+        wording between its two ends is [INF])."""
         previous = self.data.get("previous_response_id")
+        if previous is not None and self.data.get("conversation") is not None:
+            fail(
+                "Mutually exclusive parameters: Ensure you are only providing one of: "
+                "'previous_response_id' or 'conversation'.",
+                None,
+                "mutually_exclusive_parameters",
+            )
         if previous is not None:
             if not isinstance(previous, str):
                 wrong_type("previous_response_id", "a string", previous, top=True)
@@ -248,7 +259,7 @@ class _Parser:
             strings[key] = item[key]
         check_item_id(path, item, "fc", at)  # [ISSUE] "Expected an ID that begins with 'fc'."
         try:
-            arguments = json.loads(strings["arguments"])
+            arguments = loads(strings["arguments"])
         except (ValueError, RecursionError):
             arguments = None
         # The API passes arguments through as an opaque string (C15); the neutral model wants a dict.
