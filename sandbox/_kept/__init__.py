@@ -138,7 +138,7 @@ class KeptState:
         claim = self.store.claim(previous, owner, once=False)
         if not isinstance(claim, Claim):
             return Expanded(body, missing=claim)  # the wire format answers "Previous response ... not found."
-        new_items = b",".join(dumps_bytes(item) for item in new_input)
+        new_items = _joined(new_input)
         rest = {key: value for key, value in data.items() if key not in ("previous_response_id", "input")}
         keep = data.get("store") is not False
         snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
@@ -188,7 +188,7 @@ class KeptState:
         if wire.name == "anthropic":
             sent = expanded.new_items
             if sent is None:
-                sent = b",".join(dumps_bytes(message) for message in raw.get("messages", []))
+                sent = _joined(raw.get("messages", []))
             reply = dumps_bytes({"role": "assistant", "content": response["content"]})
             if claim is not None:
                 fields = claim.fields
@@ -201,8 +201,8 @@ class KeptState:
                 items = raw.get("input", [])
                 if isinstance(items, str):
                     items = [{"role": "user", "content": items}]
-                sent = b",".join(dumps_bytes(item) for item in items)
-            reply = b",".join(dumps_bytes(item) for item in response["output"])
+                sent = _joined(items)
+            reply = _joined(response["output"])
             fields = b""
         if expanded.conversation is not None:
             append_turn(self.conversations, expanded, owner, conversation.model, response["output"], turn.request)
@@ -253,6 +253,12 @@ class KeptState:
         if expanded.missing is None:
             return error
         return explain_missing_response(error, expanded.missing, self.store)
+
+
+def _joined(items: list[Any]) -> bytes:
+    """The items' JSON texts joined by commas, as stored: the list's compact text without its brackets
+    (the same bytes as each item encoded alone, one encoder call instead of one per item)."""
+    return dumps_bytes(items)[1:-1]
 
 
 def _stores(body: bytes) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..._types import Message, Part, Role
+from ..._types import Message, Part, Role, assembled, wire_message
 from .._base import WireError
 
 if TYPE_CHECKING:
@@ -86,11 +86,12 @@ def _walk_on(parser: _Parser, output: list[Any]) -> Walked | None:
     if len(parser.outputs) > outputs or len(set(added)) < len(added) or clash:
         return None  # never in the fake's own answers: the whole chain is walked again
     rebuild = turns - 1 if was_open else turns
-    return Walked(
+    return assembled(
+        Walked,
         turns=tuple(parser.turns[parser.first :]),
         messages=(
             *parser.messages[parser.first : rebuild],
-            *(Message(turn.role, turn.parts) for turn in parser.turns[rebuild:]),
+            *(wire_message(turn.role, turn.parts) for turn in parser.turns[rebuild:]),
         ),
         paths=(*parser.paths[parser.first : rebuild], *(turn.path for turn in parser.turns[rebuild:])),
         items=start + len(output),
