@@ -14,7 +14,7 @@ import json
 import re
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -253,6 +253,19 @@ class _AsyncTransport(httpx.AsyncBaseTransport):
         return httpx.Response(status, headers=headers, stream=_Frames(content), request=request)
 
 
+def _parsed_once(
+    urls: dict[str, httpx.URL], url: httpx.URL | str, merge: Callable[[httpx.URL | str], httpx.URL]
+) -> httpx.URL:
+    """`merge(url)` (httpx's `_merge_url`), remembered for a URL given as text: a dialogue sends every
+    request to the same one, which httpx would otherwise parse again for each. Shared by both clients."""
+    if not isinstance(url, str):
+        return merge(url)
+    merged = urls.get(url)
+    if merged is None:
+        merged = urls[url] = merge(url)
+    return merged
+
+
 class DirectClient(httpx.Client):
     """The httpx client inside the learner's skyl client: each request goes straight to its transport.
 
@@ -266,12 +279,7 @@ class DirectClient(httpx.Client):
         self._urls: dict[str, httpx.URL] = {}
 
     def _merge_url(self, url: httpx.URL | str) -> httpx.URL:
-        if not isinstance(url, str):
-            return super()._merge_url(url)
-        merged = self._urls.get(url)
-        if merged is None:
-            merged = self._urls[url] = super()._merge_url(url)
-        return merged
+        return _parsed_once(self._urls, url, super()._merge_url)
 
     def send(self, request: httpx.Request, *, stream: bool = False, **_: Any) -> httpx.Response:
         response = self._transport.handle_request(request)
@@ -288,12 +296,7 @@ class DirectAsyncClient(httpx.AsyncClient):
         self._urls: dict[str, httpx.URL] = {}
 
     def _merge_url(self, url: httpx.URL | str) -> httpx.URL:
-        if not isinstance(url, str):
-            return super()._merge_url(url)
-        merged = self._urls.get(url)
-        if merged is None:
-            merged = self._urls[url] = super()._merge_url(url)
-        return merged
+        return _parsed_once(self._urls, url, super()._merge_url)
 
     async def send(self, request: httpx.Request, *, stream: bool = False, **_: Any) -> httpx.Response:
         response = await self._transport.handle_async_request(request)
