@@ -82,8 +82,10 @@ def _calls_of(call: Callable[[], object]) -> int:
     return calls[0]
 
 
-def _answer_into(exchanges: list[sandbox.Exchange], engine: sandbox.Engine, request: bytes) -> None:
-    exchanges.append(engine.handle("POST", RESPONSES, request))
+def _answer_into(
+    exchanges: list[sandbox.Exchange], engine: sandbox.Engine, request: bytes, path: str = RESPONSES
+) -> None:
+    exchanges.append(engine.handle("POST", path, request))
 
 
 def test_a_continuation_costs_the_same_calls_at_the_end_of_a_long_chain_as_of_a_short_one() -> None:
@@ -106,7 +108,8 @@ def test_a_continuation_costs_the_same_calls_at_the_end_of_a_long_chain_as_of_a_
 
 
 def _twins(kept_mib: float = 64) -> tuple[sandbox.Engine, sandbox.Engine]:
-    """Two fresh engines, the second keeping no snapshot: every continuation walks its whole chain."""
+    """Two fresh engines, the second keeping no snapshot: every continuation walks its whole history
+    (a chain, a thread, a conversation)."""
     fast, whole = sandbox.Engine(budget=200, kept_mib=kept_mib), sandbox.Engine(budget=200, kept_mib=kept_mib)
     whole.kept.store.max_snapshot_bytes = 0
     return fast, whole

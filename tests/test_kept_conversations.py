@@ -15,7 +15,7 @@ import sandbox
 from sandbox._kept import _turns
 from sandbox._kept._chain import Snapshot
 from sandbox.wire._base import stable_token
-from tests.test_kept_chains import _calls_of, _outputs_for, _tools
+from tests.test_kept_chains import _answer_into, _calls_of, _outputs_for, _tools, _twins
 
 RESPONSES = "/v1/responses"
 CONVERSATIONS = "/v1/conversations"
@@ -47,13 +47,6 @@ def _conversation(engine: sandbox.Engine, scenario: str, depth: int) -> tuple[st
         answers.append(answer)
     assert status == 200, answer
     return key, answers
-
-
-def _twins() -> tuple[sandbox.Engine, sandbox.Engine]:
-    """Two fresh engines, the second keeping no snapshot: every turn walks its whole conversation."""
-    fast, whole = sandbox.Engine(budget=200), sandbox.Engine(budget=200)
-    whole.kept.store.max_snapshot_bytes = 0
-    return fast, whole
 
 
 def _items(engine: sandbox.Engine, key: str) -> list[dict[str, Any]]:
@@ -204,10 +197,6 @@ def test_a_conversation_turn_costs_the_same_calls_at_depth_120_as_at_depth_5() -
         counts.append(_calls_of(functools.partial(_answer_into, exchanges, engine, request)))
         assert exchanges[0].status == 200, exchanges[0].body
     assert counts[0] == counts[1], counts
-
-
-def _answer_into(exchanges: list[sandbox.Exchange], engine: sandbox.Engine, request: bytes) -> None:
-    exchanges.append(engine.handle("POST", RESPONSES, request))
 
 
 def test_another_senders_turn_is_refused_with_or_without_the_snapshot() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 import sandbox
 from sandbox.wire._base import stable_token
-from tests.test_kept_chains import _calls_of
+from tests.test_kept_chains import _answer_into, _calls_of, _twins
 
 MESSAGES = "/v1/messages"
 THINKING = {"type": "enabled", "budget_tokens": 1024}
@@ -67,13 +67,6 @@ def _thread(engine: sandbox.Engine, scenario: str, depth: int, *, thinking: bool
         answers.append(answer)
     assert status == 200, answer
     return answers
-
-
-def _twins(kept_mib: float = 64) -> tuple[sandbox.Engine, sandbox.Engine]:
-    """Two fresh engines, the second keeping no snapshot: every continuation walks its whole thread."""
-    fast, whole = sandbox.Engine(budget=200, kept_mib=kept_mib), sandbox.Engine(budget=200, kept_mib=kept_mib)
-    whole.kept.store.max_snapshot_bytes = 0
-    return fast, whole
 
 
 Change = Callable[[list[dict[str, Any]], dict[str, Any]], dict[str, Any]]
@@ -274,13 +267,9 @@ def test_a_thread_continuation_costs_the_same_calls_at_depth_120_as_at_depth_5()
         answer = _thread(engine, "runaway", depth)[-1]
         request = json.dumps(_continuation("runaway", answer, thinking=False)).encode()
         exchanges: list[sandbox.Exchange] = []
-        counts.append(_calls_of(functools.partial(_answer_into, exchanges, engine, request)))
+        counts.append(_calls_of(functools.partial(_answer_into, exchanges, engine, request, MESSAGES)))
         assert exchanges[0].status == 200, exchanges[0].body
     assert counts[0] == counts[1], counts
-
-
-def _answer_into(exchanges: list[sandbox.Exchange], engine: sandbox.Engine, request: bytes) -> None:
-    exchanges.append(engine.handle("POST", MESSAGES, request))
 
 
 def test_another_senders_continuation_is_refused_with_or_without_the_snapshot() -> None:
