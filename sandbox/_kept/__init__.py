@@ -40,7 +40,7 @@ from ..wire.openai_responses import Walked, parse_continuing, walk_answer
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id
 from ._errors import explain_missing_conversation, explain_missing_response
-from ._expanded import Expanded, dumps_bytes, json_object
+from ._expanded import Expanded, dumps_bytes, input_items, joined_bytes, json_object
 from ._store import ENTRY_OVERHEAD, Claim, Entry, Store
 from ._threads import THREAD_CREATE_ONLY, expand_thread, parse_thread
 from ._turns import append_turn, expand_conversation
@@ -130,15 +130,13 @@ class KeptState:
 
     def _expand_response(self, body: bytes, data: dict[str, Any], owner: str) -> Expanded:
         previous: str = data["previous_response_id"]
-        new_input = data.get("input", [])
-        if isinstance(new_input, str):
-            new_input = [{"role": "user", "content": new_input}]
-        if not isinstance(new_input, list):
+        new_input = input_items(data)
+        if new_input is None:
             return Expanded(body)  # a wrong type: the wire format says so
         claim = self.store.claim(previous, owner, once=False)
         if not isinstance(claim, Claim):
             return Expanded(body, missing=claim)  # the wire format answers "Previous response ... not found."
-        new_items = _joined(new_input)
+        new_items = joined_bytes(new_input)
         rest = {key: value for key, value in data.items() if key not in ("previous_response_id", "input")}
         keep = data.get("store") is not False
         snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
@@ -188,7 +186,7 @@ class KeptState:
         if wire.name == "anthropic":
             sent = expanded.new_items
             if sent is None:
-                sent = _joined(raw.get("messages", []))
+                sent = joined_bytes(raw.get("messages", []))
             reply = dumps_bytes({"role": "assistant", "content": response["content"]})
             if claim is not None:
                 fields = claim.fields
@@ -201,8 +199,8 @@ class KeptState:
                 items = raw.get("input", [])
                 if isinstance(items, str):
                     items = [{"role": "user", "content": items}]
-                sent = _joined(items)
-            reply = _joined(response["output"])
+                sent = joined_bytes(items)
+            reply = joined_bytes(response["output"])
             fields = b""
         if expanded.conversation is not None:
             append_turn(self.conversations, expanded, owner, conversation.model, response["output"], turn.request)
@@ -253,12 +251,6 @@ class KeptState:
         if expanded.missing is None:
             return error
         return explain_missing_response(error, expanded.missing, self.store)
-
-
-def _joined(items: list[Any]) -> bytes:
-    """The items' JSON texts joined by commas, as stored: the list's compact text without its brackets
-    (the same bytes as each item encoded alone, one encoder call instead of one per item)."""
-    return dumps_bytes(items)[1:-1]
 
 
 def _stores(body: bytes) -> bool:

@@ -16,7 +16,7 @@ from ..wire._sse import dumps
 from ._chain import Resume
 from ._store import Claim
 
-__all__ = ["Expanded", "dumps_bytes", "json_object", "reads_alike", "splice"]
+__all__ = ["Expanded", "dumps_bytes", "input_items", "joined_bytes", "json_object", "reads_alike", "splice"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +128,18 @@ def reads_alike(*parts: bytes) -> bool:
 def dumps_bytes(data: Any) -> bytes:
     """json.dumps's compact text as UTF-8, its encoder made once."""
     return dumps(data).encode("utf-8", "surrogatepass")
+
+
+def joined_bytes(items: list[Any]) -> bytes:
+    """The items' JSON texts joined by commas, as stored: the list's compact text without its brackets
+    (the same bytes as each item encoded alone, one encoder call instead of one per item)."""
+    return dumps_bytes(items)[1:-1]
+
+
+def input_items(data: dict[str, Any]) -> list[Any] | None:
+    """A Responses request's `input` as a list of items (a string is one user message, as the API reads
+    it), or None for a wrong type, which the wire format refuses in the API's words."""
+    given = data.get("input", [])
+    if isinstance(given, str):
+        return [{"role": "user", "content": given}]
+    return given if isinstance(given, list) else None

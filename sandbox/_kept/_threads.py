@@ -15,7 +15,7 @@ from ..wire import Conversation, WireError, WireFormat
 from ..wire.anthropic import Thread, continue_thread, walk_thread
 from ._chain import Resume, Snapshot
 from ._errors import fingerprint_mismatch, thread_error, thread_refusal, unsupported_in_thread
-from ._expanded import Expanded, dumps_bytes, reads_alike
+from ._expanded import Expanded, dumps_bytes, joined_bytes, reads_alike
 from ._store import Claim, Store
 
 __all__ = ["THREAD_CREATE_ONLY", "expand_thread", "parse_thread"]
@@ -55,7 +55,7 @@ def expand_thread(store: Store, wire: WireFormat, data: dict[str, Any], owner: s
     messages = rest.pop("messages", [])
     if not isinstance(messages, list):
         messages = []
-    new_items = b",".join(dumps_bytes(message) for message in messages)
+    new_items = joined_bytes(messages)
     fields = {**rest, **stored}
     snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
     resume, short = Resume(), None

@@ -19,7 +19,7 @@ from ..wire import WireError
 from ..wire.openai_responses import Walked, parse_continuing, walk_answer
 from ._chain import Resume, Snapshot, snapshot_size
 from ._conversations import Conversations, normalised
-from ._expanded import Expanded, dumps_bytes, reads_alike
+from ._expanded import Expanded, dumps_bytes, input_items, joined_bytes, reads_alike
 
 __all__ = ["append_turn", "expand_conversation"]
 
@@ -28,16 +28,14 @@ def expand_conversation(
     conversations: Conversations, body: bytes, data: dict[str, Any], key: str, owner: str
 ) -> Expanded:
     """The whole request a `conversation` request stands for: the conversation's items, then its input."""
-    new_input = data.get("input", [])
-    if isinstance(new_input, str):
-        new_input = [{"role": "user", "content": new_input}]
-    if not isinstance(new_input, list):
+    new_input = input_items(data)
+    if new_input is None:
         return Expanded(body)
     held = conversations.held(key, owner)
     if held is None:
         return Expanded(body, missing_conversation=key)  # the wire format answers "Conversation ... not found."
     items, appended, size, snapshot = held
-    new_items = b",".join(dumps_bytes(item) for item in new_input)
+    new_items = joined_bytes(new_input)
     rest = {name: value for name, value in data.items() if name not in ("conversation", "input")}
     resume, short = Resume(), None
     usable = isinstance(snapshot, Snapshot) and isinstance(snapshot.walked, Walked)
@@ -67,7 +65,7 @@ def append_turn(
     key = expanded.conversation
     assert key is not None
     added = normalised([*expanded.conversation_input, *output], seed)
-    appended = b",".join(dumps_bytes(item) for item in added)
+    appended = joined_bytes(added)
     snapshot = _snapshot(expanded, model, added, appended)
     size = snapshot_size(snapshot.walked, snapshot.chain_bytes) if snapshot is not None else 0
     conversations.store.update(
