@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from _load import cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNERS = 100
@@ -66,8 +67,11 @@ def _free_port() -> int:
 
 
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The server's CPU time (the serve rows' reader, `_load.cpu_seconds`); a row without /proc stops here."""
+    seconds = cpu_seconds(pid)
+    if seconds is None:
+        raise OSError(f"no CPU time for process {pid} in /proc: the room rows need Linux")
+    return seconds
 
 
 @contextmanager
