@@ -32,7 +32,6 @@ from ._wrong_path import wrong_path
 from .clouds import CloudRefusal, CloudRoute
 from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
 from .wire import Conversation, Rule, WireError, WireFormat, get_wire_format, route
-from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
 
@@ -221,7 +220,7 @@ class Engine:
         client: str,
         digest: str,
         resume: Resume | None = None,
-    ) -> tuple[Exchange, dict[str, Any] | None]:
+    ) -> tuple[Exchange, Mapping[str, Any] | None]:
         """The answer to a parsed request, and its JSON object when it has one (a plain answer, a
         Responses stream: see `WireFormat.encode_stream_answer`)."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
@@ -263,7 +262,7 @@ class Engine:
         if applied is not None and (applied.fault.is_error or plain_stream_error):
             raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
-        response: dict[str, Any] | None = None
+        response: Mapping[str, Any] | None = None
         if conversation.stream:
             frames, response = wire.encode_stream_answer(turn, conversation)
             chunks = tuple(frames)
@@ -273,8 +272,8 @@ class Engine:
                 **wire.answer_headers(digest, stream=True),
             }
         else:
-            response = wire.encode_response(turn, conversation)
-            chunks = (to_bytes(dumps(response)),)
+            answer, response = wire.encode_answer(turn, conversation)
+            chunks = (answer,)
             headers = {
                 "content-type": wire.media_type,
                 **wire.request_headers(digest),
