@@ -180,7 +180,7 @@ class Engine:
         request and this engine's number for it, so two senders of the same request never share an id
         (a thread, a stored response, a conversation), and a fresh engine answers the same requests, in
         the same order, with the same ids on every run."""
-        return request_digest(method, path, f"{next(self._answers)}\0".encode() + body)
+        return request_digest(method, path, body, next(self._answers))
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
@@ -231,9 +231,8 @@ class Engine:
             conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)  # replayed from the start
             resume.parser = resume.full = None
         start = done.messages if done is not None else 0
-        turns = (done.turns if done is not None else 0) + sum(
-            1 for message in conversation.messages[start:] if message.role == "assistant"
-        )
+        roles = [message.role for message in (conversation.messages[start:] if start else conversation.messages)]
+        turns = (done.turns if done is not None else 0) + roles.count("assistant")
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise budget_error(wire, scenario, self.budget, turns)
         try:
