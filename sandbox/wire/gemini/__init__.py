@@ -41,6 +41,7 @@ class Gemini(Bound):
         encode_response=_encode.encode_response,
         encode_stream=_encode.encode_stream,
         error=_encode.error,
+        encode_answer=_encode.encode_answer,
     )
 
     def answer_headers(self, request_digest: str, *, stream: bool) -> dict[str, str]:
