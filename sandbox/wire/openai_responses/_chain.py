@@ -79,7 +79,7 @@ def _walk_on(parser: _Parser, output: list[Any]) -> Walked | None:
     turns, calls, ids, outputs = len(parser.turns), len(parser.calls), len(parser.item_ids), len(parser.outputs)
     was_open = parser.open_assistant
     for index, item in enumerate(output, start):
-        parser._check_item(index, item)
+        parser.add_item(index, item)
     sent_ids = {ref.key for ref in parser.item_ids[:ids]}
     added = [ref.key for ref in parser.item_ids[ids:]]
     clash = not sent_ids.isdisjoint(added) or not parser.chain.item_ids.isdisjoint(added)
