@@ -22,6 +22,7 @@ import sandbox
 from sandbox import skyl
 from sandbox._catalogue import catalogue
 from sandbox.wire import WireError
+from sandbox.wire._openai import call_arguments
 from sandbox.wire.openai_chat._fast import fast_parse
 from sandbox.wire.openai_chat._parse import checked
 from sandbox.wire.openai_chat._validate import Rejection
@@ -217,6 +218,24 @@ def test_an_answers_own_items_are_walked_in_one_pass() -> None:
         assert assert_items_agree(data, items) == len(items)
         walked += len(output)
     assert walked > 100
+
+
+@pytest.mark.parametrize(
+    "text", ['{"city":"Paris"}', '{"a":{"b":[1]}}', '{"a":NaN}', '{"a":1,"a":2.5}', "[1]", "nope", '"x"', "{}"]
+)
+def test_call_arguments_are_what_decoding_gives_and_a_fresh_object_each_time(text: str) -> None:
+    """The memo behind both readers' call arguments: a caller may change what it was given."""
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        decoded = {}
+    expected = decoded if isinstance(decoded, dict) else {}
+    first = call_arguments(text)
+    first.setdefault("added", 1)
+    second = call_arguments(text)
+    assert first is not second and json.dumps(second) == json.dumps(expected)
+    for key, value in second.items():
+        assert not isinstance(value, (dict, list)) or value is not first[key]
 
 
 # -- mutations of the valid bodies -------------------------------------------------------------------

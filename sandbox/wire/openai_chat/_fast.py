@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from ..._types import Message, Part, Role, Tool, assembled, wire_call, wire_message, wire_result, wire_text
+from ..._types import Message, Part, Role, Tool, assembled, wire_call, wire_result, wire_text
 from .._base import Conversation
-from .._json import loads
+from .._openai import call_arguments
 from ._validate import _NAME_RE, KNOWN_FIELDS, MAX_CALL_ID, MAX_DESCRIPTION, MAX_NAME, TOOL_CHOICES
 
 __all__ = ["fast_parse"]
@@ -35,6 +35,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 listed only where the full check accepts it (JSON true is not a number there)."""
 _SIMPLE_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
 _PATHS = tuple(f"messages[{index}]" for index in range(64))
+_new = object.__new__
 
 
 def fast_parse(data: dict[str, Any]) -> Conversation | None:
@@ -104,7 +105,7 @@ def _messages(messages: list[Any]) -> list[Message] | None:
             if text is None:
                 return None
             answered.add(call_id)
-            neutral.append(wire_message("tool", [wire_result(call_id, text)]))
+            neutral.append(_message("tool", [wire_result(call_id, text)]))
             continue
         if open_ids:
             if len(answered) != len(set(open_ids)):
@@ -113,12 +114,12 @@ def _messages(messages: list[Any]) -> list[Message] | None:
         simple = _SIMPLE_ROLES.get(role) if type(role) is str else None
         if simple is not None:
             if type(content) is str:
-                neutral.append(wire_message(simple, [wire_text(content)]))
+                neutral.append(_message(simple, [wire_text(content)]))
                 continue
             texts = _texts(content)
             if texts is None:
                 return None
-            neutral.append(wire_message(simple, texts))
+            neutral.append(_message(simple, texts))
             continue
         if role != "assistant" or message.get("function_call") is not None:
             return None  # the deprecated function role and function_call: the full parse reads them
@@ -128,10 +129,18 @@ def _messages(messages: list[Any]) -> list[Message] | None:
         calls = message.get("tool_calls")
         if calls:
             open_ids = [call["id"] for call in calls]
-        neutral.append(wire_message("assistant", parts))
+        neutral.append(_message("assistant", parts))
     if open_ids and len(answered) != len(set(open_ids)):
         return None
     return neutral
+
+
+def _message(role: Role, parts: list[Part]) -> Message:
+    """`wire_message(role, parts)` without its check that only the model's turn holds reasoning: Chat
+    Completions has none, so it holds by construction."""
+    message: Message = _new(Message)
+    message.__dict__.update(role=role, content=tuple(parts))
+    return message
 
 
 def _assistant(message: dict[str, Any], content: Any) -> list[Part] | None:
@@ -164,11 +173,7 @@ def _assistant(message: dict[str, Any], content: Any) -> list[Part] | None:
         arguments = function.get("arguments")
         if type(arguments) is not str or not _good_name(name):
             return None
-        try:
-            decoded = loads(arguments)
-        except (ValueError, RecursionError):
-            decoded = {}
-        parts.append(wire_call(call_id, name, decoded if type(decoded) is dict else {}))
+        parts.append(wire_call(call_id, name, call_arguments(arguments)))
     return parts
 
 

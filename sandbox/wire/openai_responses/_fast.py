@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..._types import Part, Reasoning, Role, Tool, assembled, wire_call, wire_result, wire_text
 from .._base import Conversation
-from .._json import loads
+from .._openai import call_arguments
 from ._chain import Ref, Turn
 from ._validate import _CALL_ID_MAX, _TOOL_CHOICES, _TOOL_NAME, _TOOL_NAME_MAX, KNOWN_PARAMETERS, MIN_OUTPUT_TOKENS
 
@@ -26,23 +26,25 @@ if TYPE_CHECKING:
 
 __all__ = ["fast_item", "fast_run"]
 
-_KNOWN = frozenset(KNOWN_PARAMETERS)
-_SCALARS: tuple[tuple[str, tuple[type, ...]], ...] = (
-    ("temperature", (int, float)),
-    ("parallel_tool_calls", (bool,)),
-    ("stream", (bool,)),
-    ("background", (bool,)),
-    ("max_output_tokens", (int,)),
-    ("instructions", (str,)),
-    ("store", (bool,)),
-)
-"""`_validate.SCALARS` as exact types (a decoded body holds no subclasses; JSON true is not a number)."""
+_ANY: tuple[type, ...] = ()
+_KNOWN: dict[str, tuple[type, ...]] = {key: _ANY for key in KNOWN_PARAMETERS} | {
+    "temperature": (int, float),
+    "parallel_tool_calls": (bool,),
+    "stream": (bool,),
+    "background": (bool,),
+    "max_output_tokens": (int,),
+    "instructions": (str,),
+    "store": (bool,),
+}
+"""Every parameter the API knows, with the exact types `_validate.SCALARS` allows the plain ones (a
+decoded body holds no subclasses; JSON true is not a number); the others are checked on their own."""
 _NEUTRAL: dict[str, Role] = {"assistant": "assistant", "system": "system", "developer": "system", "user": "user"}
 _INPUT_TEXT = {"input_text": "text"}
 _OUTPUT_TEXT = {"output_text": "text", "refusal": "refusal"}
 _NO_TEXT = frozenset(("input_image", "input_file", "input_audio", "scoped_content"))
 """Parts of a user, system or developer message the neutral model leaves out."""
 _PATHS = tuple(f"input[{index}]" for index in range(64))
+_new = object.__new__
 
 
 def fast_run(parser: _Parser) -> Conversation | None:
@@ -52,12 +54,9 @@ def fast_run(parser: _Parser) -> Conversation | None:
     model = data.get("model")
     if type(model) is not str or not model or "input" not in data:
         return None
-    for key in data:
-        if key not in _KNOWN:
-            return None
-    for key, kinds in _SCALARS:
-        value = data.get(key)
-        if value is not None and type(value) not in kinds:
+    for key, value in data.items():
+        kinds = _KNOWN.get(key)
+        if kinds is None or kinds and value is not None and type(value) not in kinds:
             return None
     tokens = data.get("max_output_tokens")
     if tokens is not None and tokens < MIN_OUTPUT_TOKENS:
@@ -151,13 +150,9 @@ def _call(parser: _Parser, index: int, item: dict[str, Any]) -> bool:
         return False
     if item_id is not None and (type(item_id) is not str or not item_id.startswith("fc")):
         return False
-    try:
-        decoded = loads(arguments)
-    except (ValueError, RecursionError):
-        decoded = None
     at = len(parser.turns) - 1 if parser.open_assistant else len(parser.turns)
     meta = {"item_id": item_id} if item_id is not None else {}
-    call = wire_call(call_id, name, decoded if type(decoded) is dict else {}, meta)
+    call = wire_call(call_id, name, call_arguments(arguments), meta)
     _turn(parser, "assistant", index).parts.append(call)
     parser.calls.append(_ref(call_id, index, at, ""))
     if item_id is not None:
@@ -218,13 +213,15 @@ def _turn(parser: _Parser, role: Role, index: int) -> Turn:
         return parser.turns[-1]
     parser.open_assistant = role == "assistant"
     path = "input" if index < 0 else _PATHS[index] if index < len(_PATHS) else f"input[{index}]"
-    turn: Turn = assembled(Turn, role=role, path=path, parts=[])
+    turn: Turn = _new(Turn)
+    turn.__dict__.update(role=role, path=path, parts=[])
     parser.turns.append(turn)
     return turn
 
 
 def _ref(key: str, item: int, message: int, item_type: str) -> Ref:
-    made: Ref = assembled(Ref, key=key, item=item, message=message, item_type=item_type)
+    made: Ref = _new(Ref)
+    made.__dict__.update(key=key, item=item, message=message, item_type=item_type)
     return made
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_message, wire_result, wire_text
+from ..._types import Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_result, wire_text
 from .._base import (
     Conversation,
     Rule,
@@ -392,9 +392,9 @@ class _Parser:
         kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
         start = self.first + kept
         self.messages = [
-            *(wire_message(turn.role, turn.parts) for turn in self.turns[: self.first]),
+            *(turn.message() for turn in self.turns[: self.first]),
             *chain.messages[:kept],
-            *(wire_message(turn.role, turn.parts) for turn in self.turns[start:]),
+            *(turn.message() for turn in self.turns[start:]),
         ]
         self.paths = [
             *(turn.path for turn in self.turns[: self.first]),
