@@ -109,3 +109,21 @@ def test_chat_answer_text_finish_reason_follows_tool_choice(options: dict[str, A
     exchange = Engine().handle("POST", "/v1/chat/completions", json.dumps(body).encode())
     assert exchange.status == 200, exchange.body
     assert exchange.body == _expected(exchange)
+
+
+def test_responses_answer_is_stored_as_its_output_items() -> None:
+    """Kept state stores the answer's `output` items as their compact JSON, the same bytes whether the
+    answer came as a plain body (its items written once, with the body) or as a stream (encoded apart)."""
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    stored = []
+    for stream in (False, True):
+        engine = Engine()
+        body = {"model": "single_call", "input": "caf\u00e9?", "tools": [tool], "stream": stream}
+        exchange = engine.handle("POST", "/v1/responses", json.dumps(body).encode())
+        assert exchange.status == 200 and exchange.turn is not None and exchange.conversation is not None
+        answer = get_wire_format("openai-responses").encode_response(exchange.turn, exchange.conversation)
+        entry = engine.kept.store.get(answer["id"])
+        assert entry is not None
+        assert entry.items.endswith(b"," + dumps(answer["output"]).encode()[1:-1])
+        stored.append(entry.items)
+    assert stored[0] == stored[1]

@@ -52,7 +52,7 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, dict[str, Any]]:
     """`encode_response`'s body as it goes out (the text `dumps` writes for it, fields in
     `_response_object`'s order), put together from the parts that change, and what kept state stores
-    of it (the response's `id` and `output` items)."""
+    of it: the response's `id`, its `output` items, and their `output_bytes` as it stores them."""
     status, incomplete = _status(turn)
     output = _output_items(turn)
     raw = conversation.raw
@@ -62,11 +62,12 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, d
     added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
     reasoning = dumps(_reasoning_settings(raw, reasoning=bool(turn.message.reasoning())))
     identifier = response_id(turn.response_seed, turn.seed)
+    items = dumps(output)
     body = (
         f'{{"id":"{identifier}","object":"response","created_at":{CREATED_AT},"status":{quote(status)},'
         f'"background":false,{added}"error":null,"incomplete_details":{_json(incomplete)},'
         f'"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
-        f'"model":{quote(conversation.model)},"output":{dumps(output)},'
+        f'"model":{quote(conversation.model)},"output":{items},'
         f'"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
         f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{reasoning},'
         f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
@@ -77,7 +78,8 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, d
         f'"output_tokens":{usage.output_tokens},"output_tokens_details":{{"reasoning_tokens":{turn.reasoning_tokens}}},'
         f'"total_tokens":{usage.total_tokens}}},"user":null,"metadata":{{}}}}'
     )
-    return to_bytes(body), {"id": identifier, "output": output}
+    stored = items[1:-1].encode("utf-8", "surrogatepass")  # kept state's `joined_bytes(output)`, written once
+    return to_bytes(body), {"id": identifier, "output": output, "output_bytes": stored}
 
 
 def _json(value: Any) -> str:
