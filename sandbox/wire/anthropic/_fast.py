@@ -112,7 +112,9 @@ def _message(role: Role, parts: tuple[Part, ...]) -> Message:
     """`wire_message(role, parts)`, without its fallback to `Message`'s checks for reasoning outside the
     model's turn: this walk puts thinking blocks in assistant messages only (it declines the rest)."""
     message = _new(Message)
-    message.__dict__.update(role=role, content=parts)
+    fields = message.__dict__  # set item by item: a third of the cost of `update(role=..., content=...)`
+    fields["role"] = role
+    fields["content"] = parts
     return message
 
 
