@@ -42,8 +42,13 @@ __all__ = [
     "WorkerDied",
     "WorkerError",
     "Zygote",
+    "close_shared_zygote",
     "describe_exit",
+    "forget_shared_zygote",
+    "hand_over_spare_zygote",
+    "reap_spare_zygote",
     "show_output",
+    "spare_zygote",
 ]
 
 MEMORY_LIMIT = 1 << 30
@@ -84,14 +89,16 @@ def _environment() -> dict[str, str]:
 class Zygote:
     """The process that forks workers (see `learner._zygote`). Start it early: it imports skyl once for all."""
 
-    def __init__(self, isolation: Isolation | None = None) -> None:
+    def __init__(self, isolation: Isolation | None = None, *, reading: bool = True) -> None:
+        """`reading=False`: a spare for a forked grader (`spare_zygote`), which reads its messages itself."""
         self.isolation = isolation or Isolation(False)
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
             raise WorkerError(
                 "grading runs learner code in worker processes, which needs a POSIX system: Linux, macOS, or "
                 "WSL on Windows."
             )
-        self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-")
+        # Cleaned up by whichever of two graders gets there last, for a spare (`spare_zygote`).
+        self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-", ignore_cleanup_errors=True)
         home = Path(self._home.name)
         self.sockets = home / "sockets"
         """Where endpoints put the Unix sockets a sandboxed worker reaches them by (`INSIDE/sockets`)."""
@@ -131,7 +138,8 @@ class Zygote:
         self._lock = threading.Lock()
         self._sending = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="sandbox-grading-zygote", daemon=True)
-        self._reader.start()
+        if reading:
+            self._reader.start()
 
     def _read(self) -> None:
         buffer = FrameBuffer()
@@ -243,7 +251,8 @@ class Zygote:
             self._process.kill()
             self._process.wait()
         self._control.close()
-        self._reader.join(5)
+        if self._reader.is_alive():
+            self._reader.join(5)
         self._errors.close()
         self._home.cleanup()
 
@@ -266,6 +275,59 @@ def shared_zygote(isolation: Isolation | None = None) -> Zygote:
         _SHARED.append(Zygote(isolation))
         atexit.register(_SHARED[0].close)
     return _SHARED[0]
+
+
+_SPARE: list[Zygote] = []
+
+
+def spare_zygote(isolation: Isolation) -> None:
+    """Start a second zygote now, for the grader this process will fork (`judge._lanes`' second lane),
+    so its start-up overlaps the collection, as the first one's does. Nothing reads it until then."""
+    if not _SPARE:
+        _SPARE.append(Zygote(isolation, reading=False))
+        atexit.register(reap_spare_zygote)
+
+
+def forget_shared_zygote() -> None:
+    """In the forked grader: the inherited zygote is the parent's (its reader thread did not survive the
+    fork, and closing it would end the parent's): let go of this copy of its socket. The spare, if it
+    was started, becomes this process's zygote; else the next `shared_zygote` starts one."""
+    for zygote in _SHARED:
+        zygote._control.close()
+    _SHARED.clear()
+    if _SPARE:
+        spare = _SPARE.pop()
+        spare._reader.start()
+        _SHARED.append(spare)
+
+
+def hand_over_spare_zygote() -> None:
+    """In the grader that forked: the spare is the forked one's now; let go of this copy of its socket."""
+    for spare in _SPARE:
+        spare._control.close()
+
+
+def reap_spare_zygote() -> None:
+    """Once the forked grader has ended (closing the spare it adopted), or in a run that forked none."""
+    while _SPARE:
+        spare = _SPARE.pop()
+        if spare._control.fileno() != -1:  # never handed over: an ordinary close
+            spare._reader.start()
+            spare.close()
+            continue
+        try:
+            spare._process.wait(30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - the forked grader left it running
+            spare._process.kill()
+            spare._process.wait()
+        spare._errors.close()
+        spare._home.cleanup()
+
+
+def close_shared_zygote() -> None:
+    """End this process's zygote now, for a process that exits without running its atexit handlers."""
+    while _SHARED:
+        _SHARED.pop().close()
 
 
 class Worker:
