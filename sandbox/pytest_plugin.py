@@ -8,8 +8,8 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
 (verdicts, integrity, report, summary) `grading.judge._harness`'s.
 
 May touch: pytest's configuration (markers, its stash), the collection (it refuses conftest and ini
-files inside a challenges folder, starts the worker zygote, registers the harness, the failure
-groups and the room's reporter) and the garbage collector (`gc.freeze`, once). Its fixtures hand a
+files inside a challenges folder, starts the worker zygote and the second lane's spare, registers the
+harness, the failure groups, the room's reporter and the lanes) and the garbage collector (`gc.freeze`, once). Its fixtures hand a
 test its `Challenge`, or a mounted `sandbox.mock()`.
 """
 
@@ -26,7 +26,8 @@ import pytest
 from ._exceptions import ScenarioError
 from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
-from .grading.boundary._runner import WorkerError, reap_spare_zygote, shared_zygote, spare_zygote
+from .grading.boundary._runner import WorkerError
+from .grading.boundary._zygotes import reap_spare_zygote, shared_zygote, spare_zygote
 from .grading.judge._grouping import FailureGroups
 from .grading.judge._harness import Harness, Ref
 from .grading.judge._lanes import Lanes, may_fork, second_lane

@@ -82,7 +82,7 @@ def _grade(where: Path, lanes: int, *extra: str, die: str = "") -> tuple[subproc
 
 def _same_run(text: str) -> str:
     """What a run printed, without what differs from run to run (durations, the report's path)."""
-    text = re.sub(r" in \d+\.\d+s", " in Xs", text)
+    text = re.sub(r"=* (.*) in \d+\.\d+s( \(\d+:\d+:\d+\))? =*", r"\1 in Xs", text)
     return re.sub(r"report-\d\.json", "report.json", re.sub(r"junit-\d\.xml", "junit.xml", text))
 
 

@@ -9,7 +9,6 @@ prints is read as it comes, kept to a readable size, and handed to the test that
 
 from __future__ import annotations
 
-import atexit
 import errno
 import os
 import queue
@@ -42,13 +41,8 @@ __all__ = [
     "WorkerDied",
     "WorkerError",
     "Zygote",
-    "close_shared_zygote",
     "describe_exit",
-    "forget_shared_zygote",
-    "hand_over_spare_zygote",
-    "reap_spare_zygote",
     "show_output",
-    "spare_zygote",
 ]
 
 MEMORY_LIMIT = 1 << 30
@@ -245,12 +239,29 @@ class Zygote:
         except OSError:
             pass
         self._ended.wait(30)
+        self._control.close()
+        self.reap()
+
+    def start_reading(self) -> None:
+        """For a zygote made with `reading=False`, in the process that will use it."""
+        self._reader.start()
+
+    @property
+    def let_go_of(self) -> bool:
+        return self._control.fileno() == -1
+
+    def let_go(self) -> None:
+        """Close this process's copy of the control socket, leaving the zygote to another process that holds
+        one (a forked grader, see `_zygotes`); it ends when that one closes it."""
+        self._control.close()
+
+    def reap(self) -> None:
+        """Wait for the zygote's process to end (its control socket closed), and clean up after it."""
         try:
             self._process.wait(30)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zygote stuck in its sweep
             self._process.kill()
             self._process.wait()
-        self._control.close()
         if self._reader.is_alive():
             self._reader.join(5)
         self._errors.close()
@@ -259,75 +270,6 @@ class Zygote:
     def _stderr(self) -> str:
         self._errors.seek(0)
         return self._errors.read()[-3000:].decode(errors="replace")
-
-
-_SHARED: list[Zygote] = []
-
-
-def shared_zygote(isolation: Isolation | None = None) -> Zygote:
-    """The zygote of this process, started on first use: pytest sessions run in one process (pytester,
-    `pytest.main`) share it while they ask for the same isolation, and each sweeps up after itself. It
-    ends with the process."""
-    isolation = isolation or Isolation(False)
-    if _SHARED and (not _SHARED[0].alive or _SHARED[0].isolation != isolation):
-        _SHARED.pop().close()
-    if not _SHARED:
-        _SHARED.append(Zygote(isolation))
-        atexit.register(_SHARED[0].close)
-    return _SHARED[0]
-
-
-_SPARE: list[Zygote] = []
-
-
-def spare_zygote(isolation: Isolation) -> None:
-    """Start a second zygote now, for the grader this process will fork (`judge._lanes`' second lane),
-    so its start-up overlaps the collection, as the first one's does. Nothing reads it until then."""
-    if not _SPARE:
-        _SPARE.append(Zygote(isolation, reading=False))
-        atexit.register(reap_spare_zygote)
-
-
-def forget_shared_zygote() -> None:
-    """In the forked grader: the inherited zygote is the parent's (its reader thread did not survive the
-    fork, and closing it would end the parent's): let go of this copy of its socket. The spare, if it
-    was started, becomes this process's zygote; else the next `shared_zygote` starts one."""
-    for zygote in _SHARED:
-        zygote._control.close()
-    _SHARED.clear()
-    if _SPARE:
-        spare = _SPARE.pop()
-        spare._reader.start()
-        _SHARED.append(spare)
-
-
-def hand_over_spare_zygote() -> None:
-    """In the grader that forked: the spare is the forked one's now; let go of this copy of its socket."""
-    for spare in _SPARE:
-        spare._control.close()
-
-
-def reap_spare_zygote() -> None:
-    """Once the forked grader has ended (closing the spare it adopted), or in a run that forked none."""
-    while _SPARE:
-        spare = _SPARE.pop()
-        if spare._control.fileno() != -1:  # never handed over: an ordinary close
-            spare._reader.start()
-            spare.close()
-            continue
-        try:
-            spare._process.wait(30)
-        except subprocess.TimeoutExpired:  # pragma: no cover - the forked grader left it running
-            spare._process.kill()
-            spare._process.wait()
-        spare._errors.close()
-        spare._home.cleanup()
-
-
-def close_shared_zygote() -> None:
-    """End this process's zygote now, for a process that exits without running its atexit handlers."""
-    while _SHARED:
-        _SHARED.pop().close()
 
 
 class Worker:

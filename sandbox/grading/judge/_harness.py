@@ -22,7 +22,7 @@ import pytest
 
 from ..boundary._implementations import Implementations
 from ..boundary._isolation import Isolation
-from ..boundary._runner import close_shared_zygote, forget_shared_zygote
+from ..boundary._zygotes import close_shared_zygote, forget_shared_zygote
 from ._challenge import Challenge, Deadlines
 from ._feedback import NOT_STARTED_MARK, NotStarted
 from ._integrity import Snapshot, preload

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from ..boundary._runner import hand_over_spare_zygote, reap_spare_zygote
+from ..boundary._zygotes import hand_over_spare_zygote, reap_spare_zygote
 
 __all__ = ["Lanes", "may_fork", "second_lane"]
 
