@@ -9,8 +9,8 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
 
 May touch: pytest's configuration (markers, its stash), the collection (it refuses conftest and ini
 files inside a challenges folder, starts the worker zygote and the second lane's spare, registers the
-harness, the failure groups, the room's reporter and the lanes) and the garbage collector (`gc.freeze`, once). Its fixtures hand a
-test its `Challenge`, or a mounted `sandbox.mock()`.
+harness, the failure groups, the room's reporter and the lanes) and the garbage collector (`gc.freeze`,
+once). Its fixtures hand a test its `Challenge`, or a mounted `sandbox.mock()`.
 """
 
 from __future__ import annotations
