@@ -32,7 +32,6 @@ from ._wrong_path import wrong_path
 from .clouds import CloudRefusal, CloudRoute
 from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
 from .wire import Conversation, Rule, WireError, WireFormat, get_wire_format, route
-from .wire._sse import dumps, to_bytes
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
 
@@ -181,7 +180,7 @@ class Engine:
         request and this engine's number for it, so two senders of the same request never share an id
         (a thread, a stored response, a conversation), and a fresh engine answers the same requests, in
         the same order, with the same ids on every run."""
-        return request_digest(method, path, f"{next(self._answers)}\0".encode() + body)
+        return request_digest(method, path, body, next(self._answers))
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
@@ -221,7 +220,7 @@ class Engine:
         client: str,
         digest: str,
         resume: Resume | None = None,
-    ) -> tuple[Exchange, dict[str, Any] | None]:
+    ) -> tuple[Exchange, Mapping[str, Any] | None]:
         """The answer to a parsed request, and its JSON object when it has one (a plain answer, a
         Responses stream: see `WireFormat.encode_stream_answer`)."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
@@ -232,9 +231,8 @@ class Engine:
             conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)  # replayed from the start
             resume.parser = resume.full = None
         start = done.messages if done is not None else 0
-        turns = (done.turns if done is not None else 0) + sum(
-            1 for message in conversation.messages[start:] if message.role == "assistant"
-        )
+        roles = [message.role for message in (conversation.messages[start:] if start else conversation.messages)]
+        turns = (done.turns if done is not None else 0) + roles.count("assistant")
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise budget_error(wire, scenario, self.budget, turns)
         try:
@@ -263,7 +261,7 @@ class Engine:
         if applied is not None and (applied.fault.is_error or plain_stream_error):
             raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
-        response: dict[str, Any] | None = None
+        response: Mapping[str, Any] | None = None
         if conversation.stream:
             frames, response = wire.encode_stream_answer(turn, conversation)
             chunks = tuple(frames)
@@ -273,8 +271,8 @@ class Engine:
                 **wire.answer_headers(digest, stream=True),
             }
         else:
-            response = wire.encode_response(turn, conversation)
-            chunks = (to_bytes(dumps(response)),)
+            answer, response = wire.encode_answer(turn, conversation)
+            chunks = (answer,)
             headers = {
                 "content-type": wire.media_type,
                 **wire.request_headers(digest),

@@ -54,11 +54,14 @@ class Exchange:
         return self.headers.get("content-type", "").startswith("text/event-stream")
 
 
-def request_digest(method: str, path: str, body: bytes) -> str:
-    """A hex digest unique to the request's method, path and bytes (the engine adds its number for the
-    request to make an answer's identity: `Engine._identity`)."""
-    key = f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass") + body
-    return hashlib.blake2b(key, digest_size=16).hexdigest()
+def request_digest(method: str, path: str, body: bytes, number: int | None = None) -> str:
+    """A hex digest unique to the request's method, path and bytes, and the engine's `number` for the
+    request where it gives one (an answer's identity: `Engine._identity`): the digest of
+    `METHOD\0path\0[number\0]body`, the body never copied."""
+    head = f"{method.upper()}\0{path}\0" if number is None else f"{method.upper()}\0{path}\0{number}\0"
+    digest = hashlib.blake2b(head.encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(body)
+    return digest.hexdigest()
 
 
 def error_exchange(

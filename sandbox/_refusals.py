@@ -85,7 +85,10 @@ def _model_not_found(provider: str, model: str) -> str:
 
 def check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> None:
     """Refuse a request that does not declare every tool the scenario calls."""
-    needed = sorted(scenario.called.difference(tool.name for tool in conversation.tools))
+    called = scenario.called
+    if not called or called.issubset([tool.name for tool in conversation.tools]):
+        return
+    needed = sorted(called.difference(tool.name for tool in conversation.tools))
     if needed:
         raise wire.error(
             400,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._scenario import Scenario
-from ._types import Message, Text, ToolCall, ToolResult
+from ._types import Message, Text, ToolCall, ToolResult, assembled
 from .wire import Rule, WireError, WireFormat
 
 __all__ = ["REPEAT_WINDOW", "Digested", "RepeatGuard", "history_keys", "repeat_error"]
@@ -62,13 +62,19 @@ def history_keys(
         before_last, rest = None, messages
     # Updating with the messages one by one or joined is the same digest: only the state before the
     # last model turn is wanted on the way.
-    last = next((at for at in range(len(rest) - 1, -1, -1) if rest[at].role == "assistant"), None)
-    if last is not None:
-        digest.update("".join(map(_encoded, rest[:last])).encode("utf-8", "surrogatepass"))
+    texts: list[str] = []
+    last = -1
+    for message in rest:
+        if message.role == "assistant":
+            last = len(texts)
+        texts.append(_encoded(message))
+    if last >= 0:
+        digest.update("".join(texts[:last]).encode("utf-8", "surrogatepass"))
         before_last = digest.copy().hexdigest()
-        rest = rest[last:]
-    digest.update("".join(map(_encoded, rest)).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest(), before_last, Digested(scope, len(messages), digest, before_last)
+        texts = texts[last:]
+    digest.update("".join(texts).encode("utf-8", "surrogatepass"))
+    done = assembled(Digested, scope=scope, messages=len(messages), digest=digest, before_last=before_last)
+    return digest.hexdigest(), before_last, done
 
 
 def _encoded(message: Message) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from .._events import StreamEvent
 from .._exceptions import ProviderError
 from .._types import Message, Reasoning, Request, Response, StopReason, Tool, Usage
-from ._sse import SSEEvent
+from ._sse import SSEEvent, dumps, to_bytes
 
 __all__ = [
     "CREATED_AT",
@@ -271,6 +271,14 @@ class WireFormat(ABC):
     @abstractmethod
     def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         """The turn as SSE frames, deterministically chunked; arguments split over many fragments."""
+
+    def encode_answer(self, turn: ModelTurn, conversation: Conversation) -> tuple[bytes, Mapping[str, Any] | None]:
+        """A plain answer's body, exactly `encode_response`'s object as `dumps` writes it, and what kept
+        state reads of that object (`KeptState.keep`: its `id`, and a Responses answer's `output` or an
+        Anthropic one's `content`), or None where the format keeps nothing or leaves that to kept state.
+        A format may put the text together from its parts rather than build the object and encode it."""
+        response = self.encode_response(turn, conversation)
+        return to_bytes(dumps(response)), response
 
     def encode_stream_answer(
         self, turn: ModelTurn, conversation: Conversation

@@ -27,7 +27,7 @@ from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import ERROR_TYPES, WIRE_STOP, wire_blocks
 from ._reasoning import stream_deltas, stream_start
 
-__all__ = ["encode_response", "encode_stream", "error", "identified_error_body", "request_id"]
+__all__ = ["encode_answer", "encode_response", "encode_stream", "error", "identified_error_body", "request_id"]
 
 
 def _response_blocks(message: Message) -> list[dict[str, Any]]:
@@ -105,6 +105,27 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
         "stop_sequence": _stop_sequence(turn, conversation),
         "usage": _usage(turn, turn.usage.output_tokens),
     }
+
+
+def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, dict[str, Any]]:
+    """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from the
+    parts that change, and what kept state stores of it (the message's `id` and `content`)."""
+    message_id = _message_id(turn)
+    content = _response_blocks(turn.message)
+    output_tokens = turn.usage.output_tokens
+    thinking = turn.reasoning_tokens
+    details = ""
+    if thinking and output_tokens >= thinking:
+        details = f',"output_tokens_details":{{"thinking_tokens":{thinking}}}'
+    body = (
+        f'{{"model":{quote(conversation.model)},"id":"{message_id}","type":"message","role":"assistant",'
+        f'"content":{dumps(content)},"stop_reason":{dumps(_stop(turn))},'
+        f'"stop_sequence":{dumps(_stop_sequence(turn, conversation))},"usage":{{"input_tokens":'
+        f'{turn.usage.input_tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":'
+        f'{{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0}},"output_tokens":{output_tokens}{details},'
+        '"service_tier":"standard"}}'
+    )
+    return to_bytes(body), {"id": message_id, "content": content}
 
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:

@@ -20,11 +20,11 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._sse import dumps, quote, sse_frame
+from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
 
-__all__ = ["answer_headers", "encode_response", "encode_stream", "error"]
+__all__ = ["answer_headers", "encode_answer", "encode_response", "encode_stream", "error"]
 
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _CALLS_MESSAGE = "Model generated function call(s)."
@@ -43,6 +43,16 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
     content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {"role": "model"}
     candidate = {"content": content, **_finish(turn), "index": 0}
     return {"candidates": [candidate], **_response_fields(turn, conversation)}
+
+
+def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, None]:
+    """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from its
+    parts as a stream's frames are (`_frames`); kept state stores nothing of a Gemini answer."""
+    parts = encode_parts(turn.message.content, fake_part)
+    content = f'{{"parts":{dumps(parts)},"role":"model"}}' if parts else '{"role":"model"}'
+    finish = dumps(_finish(turn))[1:-1]
+    fields = dumps(_response_fields(turn, conversation))[1:]
+    return to_bytes(f'{{"candidates":[{{"content":{content},{finish},"index":0}}],{fields}'), None
 
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:

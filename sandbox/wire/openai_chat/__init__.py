@@ -34,6 +34,7 @@ class OpenAIChat(Bound):
         encode_response=_encode.encode_response,
         encode_stream=_encode.encode_stream,
         error=_encode.error,
+        encode_answer=_encode.encode_answer,
     )
 
     def request_headers(self, request_digest: str) -> dict[str, str]:

@@ -20,10 +20,10 @@ from .._base import (
     unique_token,
 )
 from .._openai import openai_error
-from .._sse import dumps, quote, sse_frame
+from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import arguments_json, encode_call
 
-__all__ = ["encode_response", "encode_stream", "error"]
+__all__ = ["encode_answer", "encode_response", "encode_stream", "error"]
 
 _FINISH_REASONS = {
     StopReason.TOOL_USE: "tool_calls",
@@ -61,6 +61,27 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
     body["usage"] = _encode_usage(turn.usage)
     body.update(tail)
     return body
+
+
+def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, None]:
+    """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from the
+    parts that change: the envelope's fixed fields are written once here, not built as a dict and
+    encoded per answer. Kept state stores nothing of a Chat Completions answer."""
+    calls = turn.message.tool_calls()
+    text = turn.message.text()
+    content = quote(text) if text or not calls else "null"
+    tool_calls = f',"tool_calls":{dumps([encode_call(call) for call in calls])}' if calls else ""
+    usage = turn.usage
+    model = conversation.model
+    return to_bytes(
+        f'{{"id":"chatcmpl-{unique_token(f"chatcmpl:{turn.response_seed}", 29)}","object":"chat.completion",'
+        f'"created":{CREATED_AT},"model":{quote(model)},"choices":[{{"index":0,"message":{{"role":"assistant",'
+        f'"content":{content},"refusal":null,"annotations":[]{tool_calls}}},"logprobs":null,'
+        f'"finish_reason":{dumps(_finish_reason(turn, conversation))}}}],"usage":{{"prompt_tokens":'
+        f'{usage.input_tokens},"completion_tokens":{usage.output_tokens},"total_tokens":{usage.total_tokens},'
+        f"{_USAGE_DETAILS}}},"
+        f'"service_tier":"default","system_fingerprint":"fp_{stable_token(f"fp:{model}", 10, HEX)}"}}'
+    ), None
 
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
@@ -156,3 +177,7 @@ def _encode_usage(usage: Usage) -> dict[str, Any]:
             "rejected_prediction_tokens": 0,
         },
     }
+
+
+_USAGE_DETAILS = dumps({key: value for key, value in _encode_usage(Usage()).items() if key.endswith("_details")})[1:-1]
+"""The usage's fixed breakdowns as JSON text (`"prompt_tokens_details":{...},...`), written once."""

@@ -42,6 +42,7 @@ class OpenAIResponses(Bound):
         encode_response=_encode.encode_response,
         encode_stream=_encode.encode_stream,
         error=wire_error,
+        encode_answer=_encode.encode_answer,
     )
 
     def request_headers(self, request_digest: str) -> dict[str, str]:

@@ -20,11 +20,11 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._sse import dumps, quote, sse_frame
+from .._sse import dumps, quote, sse_frame, to_bytes
 from ._ids import item_id_for, response_id
 from ._reasoning import stream_item
 
-__all__ = ["encode_response", "encode_stream", "stream_answer"]
+__all__ = ["encode_answer", "encode_response", "encode_stream", "stream_answer"]
 
 _STATUSES = ("completed", "failed", "in_progress", "cancelled", "queued", "incomplete")
 _TERMINAL_EVENTS = {"incomplete": "response.incomplete", "failed": "response.failed"}
@@ -47,6 +47,48 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
             "total_tokens": usage.total_tokens,
         },
     )
+
+
+def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, dict[str, Any]]:
+    """`encode_response`'s body as it goes out (the text `dumps` writes for it, fields in
+    `_response_object`'s order), put together from the parts that change, and what kept state stores
+    of it (the response's `id` and `output` items)."""
+    status, incomplete = _status(turn)
+    output = _output_items(turn)
+    raw = conversation.raw
+    usage = turn.usage
+    named = raw.get("conversation")
+    named = named.get("id") if isinstance(named, Mapping) else named
+    added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
+    reasoning = dumps(_reasoning_settings(raw, reasoning=bool(turn.message.reasoning())))
+    identifier = response_id(turn.response_seed, turn.seed)
+    body = (
+        f'{{"id":"{identifier}","object":"response","created_at":{CREATED_AT},"status":{quote(status)},'
+        f'"background":false,{added}"error":null,"incomplete_details":{_json(incomplete)},'
+        f'"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
+        f'"model":{quote(conversation.model)},"output":{dumps(output)},'
+        f'"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
+        f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{reasoning},'
+        f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
+        f'"temperature":{_json(_echo(raw, "temperature", 1.0))},"text":{{"format":{{"type":"text"}}}},'
+        f'"tool_choice":{_json(_echo(raw, "tool_choice", "auto"))},"tools":{dumps(_echo_tools(conversation))},'
+        f'"top_p":1.0,"truncation":"disabled","usage":{{"input_tokens":{usage.input_tokens},'
+        '"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},'
+        f'"output_tokens":{usage.output_tokens},"output_tokens_details":{{"reasoning_tokens":{turn.reasoning_tokens}}},'
+        f'"total_tokens":{usage.total_tokens}}},"user":null,"metadata":{{}}}}'
+    )
+    return to_bytes(body), {"id": identifier, "output": output}
+
+
+def _json(value: Any) -> str:
+    """`dumps(value)`, the constants without a call."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return dumps(value)
 
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
