@@ -8,9 +8,9 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
 (verdicts, integrity, report, summary) `grading.judge._harness`'s.
 
 May touch: pytest's configuration (markers, its stash), the collection (it refuses conftest and ini
-files inside a challenges folder, starts the worker zygote, registers the harness, the failure
-groups and the room's reporter) and the garbage collector (`gc.freeze`, once). Its fixtures hand a
-test its `Challenge`, or a mounted `sandbox.mock()`.
+files inside a challenges folder, starts the worker zygote and the second lane's spare, registers the
+harness, the failure groups, the room's reporter and the lanes) and the garbage collector (`gc.freeze`,
+once). Its fixtures hand a test its `Challenge`, or a mounted `sandbox.mock()`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ import pytest
 from ._exceptions import ScenarioError
 from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
-from .grading.boundary._runner import WorkerError, shared_zygote
+from .grading.boundary._runner import WorkerError
+from .grading.boundary._zygotes import reap_spare_zygote, shared_zygote, spare_zygote
 from .grading.judge._grouping import FailureGroups
 from .grading.judge._harness import Harness, Ref
+from .grading.judge._lanes import Lanes, may_fork, second_lane
 from .grading.judge._meta import HINTS_FILE, challenge_folder
 from .grading.judge._options import add_options
 from .room import _plugin as room
@@ -43,6 +45,7 @@ _LOADABLE_IN_CHALLENGES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini"
 _HARNESS = pytest.StashKey[Harness]()
 _DESELECTED = pytest.StashKey[set[str]]()
 _ISOLATION = pytest.StashKey[Isolation]()
+_FOLDERS = pytest.StashKey[set[Path]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -82,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "for this test.",
     )
     config.stash[_DESELECTED] = set()
+    config.stash[_FOLDERS] = set()
     try:
         config.stash[_ISOLATION] = choose(config.getoption("sandbox_isolation"), config.getoption("sandbox_grade_as"))
     except IsolationError as error:
@@ -111,15 +115,24 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
     """The first challenge test file collected starts the worker zygote: its start-up (it imports skyl)
-    overlaps the rest of the collection instead of delaying the first test."""
-    if file_path.suffix == ".py" and file_path.name.startswith("test_") and challenge_folder(file_path):
+    overlaps the rest of the collection instead of delaying the first test. The second challenge's
+    starts a spare, for the second lane (`judge._lanes`), when the run may have one."""
+    folder = challenge_folder(file_path) if file_path.suffix == ".py" and file_path.name.startswith("test_") else None
+    if folder:
+        config = parent.config
+        folders = config.stash[_FOLDERS]
+        folders.add(folder)
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
-            shared_zygote(parent.config.stash[_ISOLATION])
+            shared_zygote(config.stash[_ISOLATION])
+            if len(folders) == 2 and may_fork(config):
+                spare_zygote(config.stash[_ISOLATION])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     refs = {item.nodeid: ref for item in session.items if (ref := _ref(item)) is not None}
-    if refs:
+    if not refs:
+        reap_spare_zygote()
+    else:
         harness = Harness(session.config, refs, session.config.stash[_ISOLATION], session.config.stash[_DESELECTED])
         session.config.stash[_HARNESS] = harness
         session.config.pluginmanager.register(harness, "sandbox-challenges")
@@ -134,7 +147,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             session.config.pluginmanager.register(reporter, "sandbox-room")
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
             harness.implementations.start()
+        theirs = second_lane(session.config, session.items, lambda item: _source(harness, refs, item))
+        if theirs:
+            session.config.pluginmanager.register(Lanes(theirs, harness.become_second_lane), "sandbox-lanes")
+        else:
+            reap_spare_zygote()
         _freeze_once()
+
+
+def _source(harness: Harness, refs: dict[str, Ref], item: pytest.Item) -> Path | None:
+    return harness.source(refs[item.nodeid]) if item.nodeid in refs else None
 
 
 _FROZEN: list[bool] = []

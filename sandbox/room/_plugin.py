@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ..grading import NotStarted
+from ..grading.judge._feedback import NOT_STARTED_MARK
 from ._graded import scrub
 from ._link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
 
@@ -62,7 +63,6 @@ class RoomReporter:
         self.problem = None if name else f"--room {url} needs --name NAME (or ${ROOM_NAME_ENV})"
         self.outcomes: dict[str, str] = {}
         self.failures: dict[str, dict[str, str]] = {}
-        self._not_started: set[str] = set()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -74,7 +74,6 @@ class RoomReporter:
             return report
         error = call.excinfo.value if call.excinfo is not None else None
         if isinstance(error, NotStarted):
-            self._not_started.add(item.nodeid)
             return report
         mistake = getattr(error, "mistake", None)
         text = report.longreprtext
@@ -83,23 +82,24 @@ class RoomReporter:
         else:  # a crash or an error outside the verdicts: its one-line summary only
             headline = call.excinfo.exconly().split("\n", 1)[0] if call.excinfo is not None else "error"
             rule, shown = "", ""
-        self.failures.setdefault(
-            item.nodeid,
-            {
-                "challenge": challenge,
-                "test": item.nodeid.rsplit("::", 1)[-1],
-                "rule": rule,
-                "headline": headline,
-                "text": shown,
-            },
-        )
+        # On the report, read back by pytest_runtest_logreport: it travels with it from a second grading lane.
+        vars(report)["sandbox_room_failure"] = {
+            "challenge": challenge,
+            "test": item.nodeid.rsplit("::", 1)[-1],
+            "rule": rule,
+            "headline": headline,
+            "text": shown,
+        }
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.nodeid not in self.challenge_of:
             return
+        failure = getattr(report, "sandbox_room_failure", None)
+        if isinstance(failure, dict):
+            self.failures.setdefault(report.nodeid, failure)
         if report.when == "call":
-            if report.nodeid in self._not_started:
+            if getattr(report, NOT_STARTED_MARK, False):
                 self.outcomes[report.nodeid] = "not started"
             else:
                 self.outcomes[report.nodeid] = "passed" if report.passed else "failed"

@@ -3,14 +3,21 @@ the headers of every answer."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from ._base import HEX, Rule, WireError, unique_token
+from ._json import loads
 from ._sse import to_bytes
 
-__all__ = ["openai_error", "openai_request_headers"]
+__all__ = ["call_arguments", "openai_error", "openai_request_headers"]
+
+_MEMO_LENGTH = 256
+"""`arguments` strings up to this long are remembered (a loop sends each call back on every later
+request); longer ones are decoded each time, so the memo stays small."""
+_FLAT = (str, int, bool, type(None))
 
 
 def openai_request_headers(request_digest: str) -> dict[str, str]:
@@ -41,3 +48,33 @@ def openai_error(
         headers={"content-type": "application/json"},
         message_index=message_index,
     )
+
+
+def call_arguments(text: str) -> dict[str, Any]:
+    """A call's `arguments` string (the API passes it through unread, reference C15) as the neutral model
+    holds it: the JSON object it encodes, a fresh dict each time, or {} for anything else. A short
+    object with no container among its values is decoded once and copied after."""
+    if len(text) <= _MEMO_LENGTH:
+        items = _flat_items(text)
+        if items is not None:
+            return dict(items)
+    return _decoded(text)
+
+
+def _decoded(text: str) -> dict[str, Any]:
+    try:
+        value = loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if type(value) is dict else {}
+
+
+@functools.lru_cache(maxsize=1024)
+def _flat_items(text: str) -> tuple[tuple[str, Any], ...] | None:
+    """The object's items when a shallow copy of them is the decoded object (strings, numbers, booleans,
+    null; not NaN, which equals no other NaN): else None."""
+    value = _decoded(text)
+    for inner in value.values():
+        if type(inner) not in _FLAT and not (type(inner) is float and inner == inner):
+            return None
+    return tuple(value.items())

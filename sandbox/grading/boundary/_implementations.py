@@ -11,7 +11,8 @@ from ._endpoint import Endpoint
 from ._isolation import INSIDE, Isolation
 from ._protocol import ImplementationError
 from ._reaper import become_subreaper, sweep_children
-from ._runner import TimedOut, Worker, WorkerDied, Zygote, shared_zygote, show_output
+from ._runner import TimedOut, Worker, WorkerDied, Zygote, show_output
+from ._zygotes import shared_zygote
 
 __all__ = ["Implementations"]
 

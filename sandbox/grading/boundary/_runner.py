@@ -9,7 +9,6 @@ prints is read as it comes, kept to a readable size, and handed to the test that
 
 from __future__ import annotations
 
-import atexit
 import errno
 import os
 import queue
@@ -84,14 +83,16 @@ def _environment() -> dict[str, str]:
 class Zygote:
     """The process that forks workers (see `learner._zygote`). Start it early: it imports skyl once for all."""
 
-    def __init__(self, isolation: Isolation | None = None) -> None:
+    def __init__(self, isolation: Isolation | None = None, *, reading: bool = True) -> None:
+        """`reading=False`: a spare for a forked grader (`spare_zygote`), which reads its messages itself."""
         self.isolation = isolation or Isolation(False)
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
             raise WorkerError(
                 "grading runs learner code in worker processes, which needs a POSIX system: Linux, macOS, or "
                 "WSL on Windows."
             )
-        self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-")
+        # Cleaned up by whichever of two graders gets there last, for a spare (`spare_zygote`).
+        self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-", ignore_cleanup_errors=True)
         home = Path(self._home.name)
         self.sockets = home / "sockets"
         """Where endpoints put the Unix sockets a sandboxed worker reaches them by (`INSIDE/sockets`)."""
@@ -131,7 +132,8 @@ class Zygote:
         self._lock = threading.Lock()
         self._sending = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="sandbox-grading-zygote", daemon=True)
-        self._reader.start()
+        if reading:
+            self._reader.start()
 
     def _read(self) -> None:
         buffer = FrameBuffer()
@@ -237,35 +239,37 @@ class Zygote:
         except OSError:
             pass
         self._ended.wait(30)
+        self._control.close()
+        self.reap()
+
+    def start_reading(self) -> None:
+        """For a zygote made with `reading=False`, in the process that will use it."""
+        self._reader.start()
+
+    @property
+    def let_go_of(self) -> bool:
+        return self._control.fileno() == -1
+
+    def let_go(self) -> None:
+        """Close this process's copy of the control socket, leaving the zygote to another process that holds
+        one (a forked grader, see `_zygotes`); it ends when that one closes it."""
+        self._control.close()
+
+    def reap(self) -> None:
+        """Wait for the zygote's process to end (its control socket closed), and clean up after it."""
         try:
             self._process.wait(30)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zygote stuck in its sweep
             self._process.kill()
             self._process.wait()
-        self._control.close()
-        self._reader.join(5)
+        if self._reader.is_alive():
+            self._reader.join(5)
         self._errors.close()
         self._home.cleanup()
 
     def _stderr(self) -> str:
         self._errors.seek(0)
         return self._errors.read()[-3000:].decode(errors="replace")
-
-
-_SHARED: list[Zygote] = []
-
-
-def shared_zygote(isolation: Isolation | None = None) -> Zygote:
-    """The zygote of this process, started on first use: pytest sessions run in one process (pytester,
-    `pytest.main`) share it while they ask for the same isolation, and each sweeps up after itself. It
-    ends with the process."""
-    isolation = isolation or Isolation(False)
-    if _SHARED and (not _SHARED[0].alive or _SHARED[0].isolation != isolation):
-        _SHARED.pop().close()
-    if not _SHARED:
-        _SHARED.append(Zygote(isolation))
-        atexit.register(_SHARED[0].close)
-    return _SHARED[0]
 
 
 class Worker:

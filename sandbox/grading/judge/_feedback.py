@@ -18,13 +18,18 @@ from ..boundary._marshal import learner_frames
 from ._language import current_language, translate
 from ._lessons import Lesson
 
-__all__ = ["Feedback", "NotStarted", "Verdict", "learner_traceback", "mistake_of"]
+__all__ = ["NOT_STARTED_MARK", "Feedback", "NotStarted", "Verdict", "learner_traceback", "mistake_of"]
 
 _WIDTH = 100
 
 
 class NotStarted(pytest.fail.Exception):  # type: ignore[misc,name-defined]
     """The implementation still raises NotImplementedError: reported as "not started", in one line."""
+
+
+NOT_STARTED_MARK = "sandbox_not_started"
+"""The attribute set on a test's report when it raised `NotStarted`: it travels with the report, from a
+second grading lane too (`_lanes`), to what counts and shows outcomes."""
 
 
 class Verdict(pytest.fail.Exception):  # type: ignore[misc,name-defined]

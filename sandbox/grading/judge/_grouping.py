@@ -60,8 +60,14 @@ class FailureGroups:
             mistake = getattr(call.excinfo.value, "mistake", None)
             if not isinstance(mistake, str):
                 mistake = mistake_of(report.longreprtext.strip(), "")
-            self._mistakes.setdefault(item.nodeid, (challenge, mistake))
+            vars(report)["sandbox_mistake"] = mistake  # on the report: it travels with it from a second lane
         return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        challenge = self._challenge_of.get(report.nodeid)
+        mistake = getattr(report, "sandbox_mistake", None)
+        if challenge is not None and isinstance(mistake, str):
+            self._mistakes.setdefault(report.nodeid, (challenge, mistake))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:

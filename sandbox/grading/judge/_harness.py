@@ -13,7 +13,7 @@ Learner code never runs here: `Implementations` runs it in workers.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,9 @@ import pytest
 
 from ..boundary._implementations import Implementations
 from ..boundary._isolation import Isolation
+from ..boundary._zygotes import close_shared_zygote, forget_shared_zygote
 from ._challenge import Challenge, Deadlines
-from ._feedback import NotStarted
+from ._feedback import NOT_STARTED_MARK, NotStarted
 from ._integrity import Snapshot, preload
 from ._meta import HINTS_FILE, load_challenges
 from ._report import ResultsFile
@@ -31,7 +32,6 @@ from ._state import State, digest
 from ._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
 __all__ = ["CAPTURE_LIMIT", "Harness", "Ref"]
-
 PACKAGE = Path(__file__).resolve().parent.parent.parent
 """The sandbox package: what the integrity check keeps, with the challenges folders."""
 
@@ -61,7 +61,6 @@ class Harness:
         )
         self.snapshot: Snapshot | None = None
         self.tampered: list[str] = []
-        self.not_started: set[str] = set()
         self.outcomes: dict[str, str] = {}
         self.announce_report = bool(config.getoption("sandbox_report"))
         report = config.getoption("sandbox_report") or config.getoption("sandbox_cli_report")
@@ -98,6 +97,22 @@ class Harness:
         rootdir = self.config.rootpath
         self.snapshot = Snapshot.take([PACKAGE, *self._roots()], around=[rootdir, self.here, *self._roots()])
 
+    def become_second_lane(self) -> Callable[[], None]:
+        """In the grader forked for the second lane (`_lanes`): grade with a zygote and workers of its own,
+        and leave the report, the integrity check and the progress file to the first lane, which reports
+        every test. Returns what ends this lane's workers and zygote."""
+        forget_shared_zygote()
+        self.implementations = Implementations(self.implementations.isolation)
+        self.implementations.start()
+        self.report = None
+        self.snapshot = None
+
+        def end() -> None:
+            self.implementations.close()
+            close_shared_zygote()
+
+        return end
+
     # -- verdicts -------------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
@@ -108,7 +123,7 @@ class Harness:
         if item.nodeid in self.refs:
             report.sections = [(title, _trimmed(text)) for title, text in report.sections]
             if call.excinfo is not None and call.excinfo.errisinstance(NotStarted):
-                self.not_started.add(item.nodeid)
+                vars(report)[NOT_STARTED_MARK] = True  # on the report: it travels with it from a second lane
         return report
 
     @pytest.hookimpl(tryfirst=True)
@@ -119,7 +134,7 @@ class Harness:
     def pytest_report_teststatus(
         self, report: pytest.TestReport
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        if report.when == "call" and report.nodeid in self.not_started:
+        if report.when == "call" and getattr(report, NOT_STARTED_MARK, False):
             return NOT_STARTED, "N", ("NOT STARTED", {"yellow": True})
         return None
 
@@ -127,7 +142,7 @@ class Harness:
         if report.nodeid not in self.refs:
             return
         if report.when == "call":
-            outcome = NOT_STARTED if report.nodeid in self.not_started else PASSED if report.passed else FAILED
+            outcome = NOT_STARTED if getattr(report, NOT_STARTED_MARK, False) else PASSED if report.passed else FAILED
         elif report.failed or (report.when == "setup" and report.skipped):
             outcome = FAILED
         else:

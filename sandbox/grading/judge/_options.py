@@ -88,6 +88,16 @@ def add_options(parser: pytest.Parser) -> None:
         help=f"deadline for the whole run: tests left after it fail at once (default {DEFAULT_RUN_DEADLINE:g}).",
     )
     group.addoption(
+        "--sandbox-lanes",
+        dest="sandbox_lanes",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        metavar="N",
+        help="grade in N processes at once, each challenge whole in one, reported in order (default 2; one on a "
+        "one-core machine, and whenever the run may stop early).",
+    )
+    group.addoption(
         "--grade-as",
         dest="sandbox_grade_as",
         metavar="USER",

@@ -1,5 +1,6 @@
 """The fake side reading a Chat Completions request: the API's checks (`_validate`, then `_pairing`),
-then the body in the neutral model. Touches only request bytes; raises nothing but `WireError`.
+then the body in the neutral model; a body in the shapes SDKs send is read by `_fast` in one pass
+instead, with the same result. Touches only request bytes; raises nothing but `WireError`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ from .._base import (
 )
 from .._json import loads
 from ._encode import error
+from ._fast import fast_parse
 from ._pairing import check_pairing
 from ._validate import Rejection, check_request, load_body
 
-__all__ = ["neutral_message", "parse_request"]
+__all__ = ["checked", "neutral_message", "parse_request"]
 
 
 def parse_request(body: bytes) -> Conversation:
-    """The request as OpenAI reads it; the model and stream flag live in the body, not the path."""
+    """The request as OpenAI reads it; the model and stream flag live in the body, not the path. A body
+    in the shapes SDKs send is read in one pass (`_fast`); any other, and every mistake, by the checks."""
     try:
         data = load_body(body)
-        check_request(data)
-        check_pairing(data["messages"])
+        return fast_parse(data) or checked(data)
     except Rejection as problem:
         raise error(
             400,
@@ -34,6 +36,12 @@ def parse_request(body: bytes) -> Conversation:
             code=problem.code,
             message_index=problem.index,
         ) from None
+
+
+def checked(data: dict[str, Any]) -> Conversation:
+    """`data` through the API's checks in its order (`Rejection` for the first problem), then made neutral."""
+    check_request(data)
+    check_pairing(data["messages"])
     messages: list[dict[str, Any]] = data["messages"]
     return assembled(
         Conversation,

@@ -7,13 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..._types import Message, Part, Role, assembled, wire_message
+from ..._types import Message, Part, Role, assembled
 from .._base import WireError
 
 if TYPE_CHECKING:
     from ._parse import _Parser
 
 __all__ = ["START", "Ref", "Turn", "Walked", "walk_answer"]
+
+_new = object.__new__
 
 
 @dataclass
@@ -23,6 +25,14 @@ class Turn:
     role: Role
     path: str
     parts: list[Part] = field(default_factory=list)
+
+    def message(self) -> Message:
+        """`wire_message(self.role, self.parts)`, without its check that only the model's turn holds
+        reasoning: a walk puts reasoning items in assistant turns alone, so it holds by construction."""
+        message: Message = _new(Message)
+        fields = message.__dict__
+        fields["role"], fields["content"] = self.role, tuple(self.parts)
+        return message
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,7 @@ def _walk_on(parser: _Parser, output: list[Any]) -> Walked | None:
     turns, calls, ids, outputs = len(parser.turns), len(parser.calls), len(parser.item_ids), len(parser.outputs)
     was_open = parser.open_assistant
     for index, item in enumerate(output, start):
-        parser._check_item(index, item)
+        parser.add_item(index, item)
     sent_ids = {ref.key for ref in parser.item_ids[:ids]}
     added = [ref.key for ref in parser.item_ids[ids:]]
     clash = not sent_ids.isdisjoint(added) or not parser.chain.item_ids.isdisjoint(added)
@@ -91,7 +101,7 @@ def _walk_on(parser: _Parser, output: list[Any]) -> Walked | None:
         turns=tuple(parser.turns[parser.first :]),
         messages=(
             *parser.messages[parser.first : rebuild],
-            *(wire_message(turn.role, turn.parts) for turn in parser.turns[rebuild:]),
+            *(turn.message() for turn in parser.turns[rebuild:]),
         ),
         paths=(*parser.paths[parser.first : rebuild], *(turn.path for turn in parser.turns[rebuild:])),
         items=start + len(output),

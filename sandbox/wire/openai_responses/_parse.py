@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_message, wire_result, wire_text
+from ..._types import Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_result, wire_text
 from .._base import (
     Conversation,
     Rule,
@@ -18,6 +18,7 @@ from ._chain import START as _START
 from ._chain import Ref as _Ref
 from ._chain import Turn as _Turn
 from ._chain import Walked
+from ._fast import fast_item, fast_run
 from ._validate import (
     EMPTY_INPUT,
     ITEM_TYPES,
@@ -52,7 +53,7 @@ def parse_request(body: bytes) -> Conversation:
     if not isinstance(data, dict):
         # [INF] no public report of a JSON body that is not an object.
         fail(f"Invalid type for 'body': expected an object, but got {json_kind(data, top=True)} instead.")
-    return _Parser(data).run()
+    return _walk(data, _START)[0]
 
 
 def parse_continuing(data: dict[str, Any], walked: Walked | None) -> tuple[Conversation, _Parser]:
@@ -60,8 +61,18 @@ def parse_continuing(data: dict[str, Any], walked: Walked | None) -> tuple[Conve
     chain `walked` stands for: the conversation `parse_request` makes of the whole request, walking
     only what is new. Any error is the one the whole request would get, though its wording may place
     it differently: the caller asks `parse_request` for the exact answer."""
-    parser = _Parser(data, walked or _START)
-    return parser.run(), parser
+    return _walk(data, walked or _START)
+
+
+def _walk(data: dict[str, Any], walked: Walked) -> tuple[Conversation, _Parser]:
+    """The one-pass walk of the shapes SDKs send (`_fast`); any other request, and every mistake, the
+    full walk's."""
+    parser = _Parser(data, walked)
+    conversation = fast_run(parser)
+    if conversation is None:
+        parser = _Parser(data, walked)
+        conversation = parser.run()
+    return conversation, parser
 
 
 class _Parser:
@@ -204,6 +215,11 @@ class _Parser:
         turn = _Turn(role, path)
         self.turns.append(turn)
         return turn
+
+    def add_item(self, index: int, item: Any) -> None:
+        """`_check_item`, by the one-pass walk where it vouches for the item."""
+        if not fast_item(self, index, item):
+            self._check_item(index, item)
 
     def _check_item(self, index: int, item: Any) -> None:
         path = f"input[{index}]"
@@ -373,18 +389,22 @@ class _Parser:
 
     def _conversation(self, tools: list[Tool], tool_choice: str | None) -> Conversation:
         chain = self.chain
-        kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
-        start = self.first + kept
-        self.messages = [
-            *(wire_message(turn.role, turn.parts) for turn in self.turns[: self.first]),
-            *chain.messages[:kept],
-            *(wire_message(turn.role, turn.parts) for turn in self.turns[start:]),
-        ]
-        self.paths = [
-            *(turn.path for turn in self.turns[: self.first]),
-            *chain.paths[:kept],
-            *(turn.path for turn in self.turns[start:]),
-        ]
+        if chain is _START:  # a request walked whole: every turn is its own
+            self.messages = [turn.message() for turn in self.turns]
+            self.paths = [turn.path for turn in self.turns]
+        else:
+            kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
+            start = self.first + kept
+            self.messages = [
+                *(turn.message() for turn in self.turns[: self.first]),
+                *chain.messages[:kept],
+                *(turn.message() for turn in self.turns[start:]),
+            ]
+            self.paths = [
+                *(turn.path for turn in self.turns[: self.first]),
+                *chain.paths[:kept],
+                *(turn.path for turn in self.turns[start:]),
+            ]
         return assembled(
             Conversation,
             model=self.data["model"],
