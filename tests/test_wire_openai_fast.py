@@ -349,9 +349,11 @@ def test_continuations_are_walked_in_one_pass_and_their_mutants_as_the_full_walk
     continuations = _recorded_continuations()
     assert {data["model"] for data, _ in continuations} == {"six_rounds", "parallel_calls", "single_call_reasoning"}
     for data, walked in continuations:
+        chain = _shape(walked)
         assert assert_responses_agrees(data, walked), f"a continuation went the slow way: {data}"
         for mutant in _mutants(data):
             assert_responses_agrees(mutant, walked)
+        assert _shape(walked) == chain, "a walk changed the chain it went on from, which others share"
 
 
 # -- drawn bodies: tool loops in the shapes clients send, each field now and then a near miss ----------
