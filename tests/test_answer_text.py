@@ -18,8 +18,10 @@ from sandbox.wire import get_wire_format
 from sandbox.wire._sse import dumps, to_bytes
 
 
-def _answers(engine: Engine, provider: str, name: str, *, reasoning: bool, **extra: Any) -> list[Exchange]:
-    """The plain answers of one tool loop of `name`, played to its end (at most 6 rounds)."""
+def _answers(
+    engine: Engine, provider: str, name: str, *, reasoning: bool, stream: bool = False, **extra: Any
+) -> list[Exchange]:
+    """The answers of one tool loop of `name`, played to its end (at most 6 rounds)."""
     transport = sandbox.transport(engine=engine)
     client = skyl.Client(provider, transport=transport)
     scenario = engine.scenarios[name]
@@ -28,7 +30,7 @@ def _answers(engine: Engine, provider: str, name: str, *, reasoning: bool, **ext
     )
     for _ in range(6):
         try:
-            resp = client.complete(req)
+            resp = skyl.collect_stream(client.stream(req)) if stream else client.complete(req)
         except sandbox.ProviderError:
             break
         if not resp.tool_calls():
@@ -109,3 +111,39 @@ def test_chat_answer_text_finish_reason_follows_tool_choice(options: dict[str, A
     exchange = Engine().handle("POST", "/v1/chat/completions", json.dumps(body).encode())
     assert exchange.status == 200, exchange.body
     assert exchange.body == _expected(exchange)
+
+
+def test_responses_answer_is_stored_as_its_output_items() -> None:
+    """Kept state stores the answer's `output` items as their compact JSON, the same bytes whether the
+    answer came as a plain body (its items written once, with the body) or as a stream (encoded apart)."""
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    stored = []
+    for stream in (False, True):
+        engine = Engine()
+        body = {"model": "single_call", "input": "caf\u00e9?", "tools": [tool], "stream": stream}
+        exchange = engine.handle("POST", "/v1/responses", json.dumps(body).encode())
+        assert exchange.status == 200 and exchange.turn is not None and exchange.conversation is not None
+        answer = get_wire_format("openai-responses").encode_response(exchange.turn, exchange.conversation)
+        entry = engine.kept.store.get(answer["id"])
+        assert entry is not None
+        assert entry.items.endswith(b"," + dumps(answer["output"]).encode()[1:-1])
+        stored.append(entry.items)
+    assert stored[0] == stored[1]
+
+
+@pytest.mark.parametrize("reasoning", [False, True], ids=["plain", "reasoning"])
+def test_responses_stream_carries_the_encoded_object(reasoning: bool) -> None:
+    """A Responses stream sends its response object whole, in progress first and complete last: each
+    is the text `dumps` writes for `encode_response`'s object (the in-progress one without output,
+    usage or incomplete details), written by the same text builder as the plain answer."""
+    answered = 0
+    for name in sorted(catalogue()):
+        for exchange in _answers(Engine(), "openai-responses", name, reasoning=reasoning, stream=True):
+            assert exchange.turn is not None and exchange.conversation is not None
+            final = get_wire_format("openai-responses").encode_response(exchange.turn, exchange.conversation)
+            pending = {**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None}
+            frames = [chunk.decode() for chunk in exchange.chunks]
+            assert f',"response":{dumps(pending)}}}' in frames[0], name
+            assert f',"response":{dumps(final)}}}' in frames[-1], name
+            answered += 1
+    assert answered > 40

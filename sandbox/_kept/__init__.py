@@ -200,7 +200,7 @@ class KeptState:
                 if isinstance(items, str):
                     items = [{"role": "user", "content": items}]
                 sent = joined_bytes(items)
-            reply = joined_bytes(response["output"])
+            reply = response.get("output_bytes") or joined_bytes(response["output"])
             fields = b""
         if expanded.conversation is not None:
             append_turn(self.conversations, expanded, owner, conversation.model, response["output"], turn.request)

@@ -274,8 +274,9 @@ class WireFormat(ABC):
 
     def encode_answer(self, turn: ModelTurn, conversation: Conversation) -> tuple[bytes, Mapping[str, Any] | None]:
         """A plain answer's body, exactly `encode_response`'s object as `dumps` writes it, and what kept
-        state reads of that object (`KeptState.keep`: its `id`, and a Responses answer's `output` or an
-        Anthropic one's `content`), or None where the format keeps nothing or leaves that to kept state.
+        state reads of that object (`KeptState.keep`: its `id`, and a Responses answer's `output`, with
+        the items' stored bytes as `output_bytes`, or an Anthropic one's `content`), or None where the
+        format keeps nothing or leaves that to kept state.
         A format may put the text together from its parts rather than build the object and encode it."""
         response = self.encode_response(turn, conversation)
         return to_bytes(dumps(response)), response

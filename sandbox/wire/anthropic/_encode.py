@@ -5,6 +5,7 @@ reads no request bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -145,13 +146,13 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     for index, block in enumerate(_response_blocks(turn.message)):
         block_frames = _block_frames(index, block)
         if index == 0:  # where C3 has it: right after the first block starts
-            block_frames.insert(1, sse_frame(dumps({"type": "ping"}), event="ping"))
+            block_frames.insert(1, _PING)
         frames += block_frames
     delta = {"stop_reason": _stop(turn), "stop_sequence": _stop_sequence(turn, conversation)}
     frames.append(
         _frame("message_delta", {"delta": delta, "usage": _usage(turn, turn.usage.output_tokens, full=False)})
     )
-    frames.append(_frame("message_stop", {}))
+    frames.append(_STOP)
     return frames
 
 
@@ -173,10 +174,21 @@ def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
         pieces = [""] + split_fragments(arguments)
         deltas = [f'{{"type":"input_json_delta","partial_json":{quote(piece)}}}' for piece in pieces]
     frames = [_frame("content_block_start", {"index": index, "content_block": start})]
-    head = f'{{"type":"content_block_delta","index":{index},"delta":'
-    frames += [sse_frame(f"{head}{delta}}}", event="content_block_delta") for delta in deltas]
-    frames.append(_frame("content_block_stop", {"index": index}))
+    head = f'event: content_block_delta\ndata: {{"type":"content_block_delta","index":{index},"delta":'
+    # each delta's frame as `sse_frame` writes it, from the text that changes
+    frames += [to_bytes(f"{head}{delta}}}\n\n") for delta in deltas]
+    frames.append(_block_stop(index))
     return frames
+
+
+_PING = sse_frame(dumps({"type": "ping"}), event="ping")
+_STOP = _frame("message_stop", {})
+
+
+@functools.lru_cache(maxsize=64)
+def _block_stop(index: int) -> bytes:
+    """`content_block_stop` for block `index`: the same bytes for every answer."""
+    return _frame("content_block_stop", {"index": index})
 
 
 def error(

@@ -20,7 +20,7 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._sse import dumps, quote, sse_frame, to_bytes
+from .._sse import dumps, quote, to_bytes
 from ._client import encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
 
@@ -140,11 +140,11 @@ def _frames(chunks: list[str], turn: ModelTurn, conversation: Conversation) -> l
     # together from the parts that change (the fields are the same in every frame).
     tail = ',"index":0}],' + dumps(_response_fields(turn, conversation))[1:]
     last = "," + dumps(_finish(turn))[1:-1]
-    return [
-        sse_frame(
-            f'{{"candidates":[{{"content":{{"parts":{parts},"role":"model"}}'
-            f"{last if number == len(chunks) - 1 else ''}{tail}",
-            newline="\r\n",
+    final = len(chunks) - 1
+    return [  # each frame as `sse_frame` writes it, with Gemini's CRLF
+        to_bytes(
+            f'data: {{"candidates":[{{"content":{{"parts":{parts},"role":"model"}}'
+            f"{last if number == final else ''}{tail}\r\n\r\n"
         )
         for number, parts in enumerate(chunks)
     ]

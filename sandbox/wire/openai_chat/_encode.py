@@ -122,12 +122,13 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     # 2026): the JSON text `dumps` writes for that object, put together from the parts that change.
     start = dumps(head)[:-1] + ',"choices":[{"index":0,"delta":'
     end = ',"usage":null}' if usage else "}"
-    frames = [sse_frame(f'{start}{delta},"logprobs":null,"finish_reason":null}}]{end}') for delta in deltas]
+    # each frame as `sse_frame` writes it
+    frames = [to_bytes(f'data: {start}{delta},"logprobs":null,"finish_reason":null}}]{end}\n\n') for delta in deltas]
     finish = dumps(_finish_reason(turn, conversation))
     frames.append(sse_frame(f'{start}{{}},"logprobs":null,"finish_reason":{finish}}}]{end}'))
     if usage:
         frames.append(sse_frame(dumps({**head, "choices": [], "usage": _encode_usage(turn.usage)})))
-    return [*frames, sse_frame("[DONE]")]
+    return [*frames, _DONE]
 
 
 def error(
@@ -179,5 +180,6 @@ def _encode_usage(usage: Usage) -> dict[str, Any]:
     }
 
 
+_DONE = sse_frame("[DONE]")
 _USAGE_DETAILS = dumps({key: value for key, value in _encode_usage(Usage()).items() if key.endswith("_details")})[1:-1]
 """The usage's fixed breakdowns as JSON text (`"prompt_tokens_details":{...},...`), written once."""

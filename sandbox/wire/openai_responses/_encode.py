@@ -50,34 +50,11 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 
 
 def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, dict[str, Any]]:
-    """`encode_response`'s body as it goes out (the text `dumps` writes for it, fields in
-    `_response_object`'s order), put together from the parts that change, and what kept state stores
-    of it (the response's `id` and `output` items)."""
-    status, incomplete = _status(turn)
-    output = _output_items(turn)
-    raw = conversation.raw
-    usage = turn.usage
-    named = raw.get("conversation")
-    named = named.get("id") if isinstance(named, Mapping) else named
-    added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
-    reasoning = dumps(_reasoning_settings(raw, reasoning=bool(turn.message.reasoning())))
-    identifier = response_id(turn.response_seed, turn.seed)
-    body = (
-        f'{{"id":"{identifier}","object":"response","created_at":{CREATED_AT},"status":{quote(status)},'
-        f'"background":false,{added}"error":null,"incomplete_details":{_json(incomplete)},'
-        f'"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
-        f'"model":{quote(conversation.model)},"output":{dumps(output)},'
-        f'"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
-        f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{reasoning},'
-        f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
-        f'"temperature":{_json(_echo(raw, "temperature", 1.0))},"text":{{"format":{{"type":"text"}}}},'
-        f'"tool_choice":{_json(_echo(raw, "tool_choice", "auto"))},"tools":{dumps(_echo_tools(conversation))},'
-        f'"top_p":1.0,"truncation":"disabled","usage":{{"input_tokens":{usage.input_tokens},'
-        '"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},'
-        f'"output_tokens":{usage.output_tokens},"output_tokens_details":{{"reasoning_tokens":{turn.reasoning_tokens}}},'
-        f'"total_tokens":{usage.total_tokens}}},"user":null,"metadata":{{}}}}'
-    )
-    return to_bytes(body), {"id": identifier, "output": output}
+    """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from the
+    parts that change, and what kept state stores of it: the response's `id`, its `output` items, and
+    their `output_bytes` as it stores them."""
+    answer = _Answer(turn, conversation)
+    return to_bytes(answer.text()), answer.kept()
 
 
 def _json(value: Any) -> str:
@@ -91,31 +68,84 @@ def _json(value: Any) -> str:
     return dumps(value)
 
 
+class _Answer:
+    """One answer's response object as JSON text, fields in `_response_object`'s order: what `dumps`
+    writes for `encode_response`'s object, and for its in-progress copy a stream sends first, put
+    together from the fields' texts, each written once."""
+
+    def __init__(self, turn: ModelTurn, conversation: Conversation) -> None:
+        raw = conversation.raw
+        self.status, incomplete = _status(turn)
+        self.output = _output_items(turn)
+        self.items = dumps(self.output)
+        self.id = response_id(turn.response_seed, turn.seed)
+        named = raw.get("conversation")
+        named = named.get("id") if isinstance(named, Mapping) else named
+        added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
+        reasoning = dumps(_reasoning_settings(raw, reasoning=bool(turn.message.reasoning())))
+        self._head = f'{{"id":"{self.id}","object":"response","created_at":{CREATED_AT},"status":'
+        self._state = f',"background":false,{added}"error":null,"incomplete_details":'
+        self._incomplete = _json(incomplete)
+        self._fields = (
+            f',"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
+            f'"model":{quote(conversation.model)},"output":'
+        )
+        self._rest = (
+            f',"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
+            f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{reasoning},'
+            f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
+            f'"temperature":{_json(_echo(raw, "temperature", 1.0))},"text":{{"format":{{"type":"text"}}}},'
+            f'"tool_choice":{_json(_echo(raw, "tool_choice", "auto"))},"tools":{dumps(_echo_tools(conversation))},'
+            '"top_p":1.0,"truncation":"disabled","usage":'
+        )
+        usage = turn.usage
+        self._usage = (
+            f'{{"input_tokens":{usage.input_tokens},"input_tokens_details":{{"cached_tokens":0,"cache_write_tokens":0}},'
+            f'"output_tokens":{usage.output_tokens},"output_tokens_details":{{"reasoning_tokens":{turn.reasoning_tokens}}},'
+            f'"total_tokens":{usage.total_tokens}}}'
+        )
+
+    def text(self) -> str:
+        """The whole response object."""
+        return (
+            f"{self._head}{quote(self.status)}{self._state}{self._incomplete}{self._fields}{self.items}{self._rest}"
+            f'{self._usage},"user":null,"metadata":{{}}}}'
+        )
+
+    def pending(self) -> str:
+        """The object a stream opens with: in progress, not incomplete, no output or usage yet."""
+        return (
+            f'{self._head}"in_progress"{self._state}null{self._fields}[]{self._rest}null,"user":null,"metadata":{{}}}}'
+        )
+
+    def kept(self) -> dict[str, Any]:
+        """What kept state stores: the id, the output items and their bytes (`joined_bytes(output)`)."""
+        return {"id": self.id, "output": self.output, "output_bytes": self.items[1:-1].encode("utf-8", "surrogatepass")}
+
+
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """created, in_progress, each item's events, then the terminal event holding the full response."""
     return stream_answer(turn, conversation)[0]
 
 
 def stream_answer(turn: ModelTurn, conversation: Conversation) -> tuple[list[bytes], dict[str, Any]]:
-    """`encode_stream`'s frames, and the response object they hold (kept state stores it)."""
-    final = encode_response(turn, conversation)
-    pending = _Encoded(
-        dumps({**final, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None})
-    )
+    """`encode_stream`'s frames, and what kept state stores of the response they hold (`_Answer.kept`)."""
+    answer = _Answer(turn, conversation)
+    pending = _Encoded(answer.pending())
     # Seeded by the step, not the response id: the padding is no id, and an answer's bytes may differ
     # from another's only in the ids that name it (the README's determinism promise).
     writer = _StreamWriter(turn.seed, obfuscate=_obfuscates(conversation.raw))
     writer.emit("response.created", response=pending)
     writer.emit("response.in_progress", response=pending)
-    for index, item in enumerate(final["output"]):
+    for index, item in enumerate(answer.output):
         if item["type"] == "function_call":
             _stream_call(writer, index, item)
         elif item["type"] == "reasoning":
             stream_item(writer.emit, index, item)
         else:
             _stream_message(writer, index, item)
-    writer.emit(_TERMINAL_EVENTS.get(final["status"], "response.completed"), response=_Encoded(dumps(final)))
-    return writer.frames, final
+    writer.emit(_TERMINAL_EVENTS.get(answer.status, "response.completed"), response=_Encoded(answer.text()))
+    return writer.frames, answer.kept()
 
 
 # -- fake side --------------------------------------------------------------------------------------
