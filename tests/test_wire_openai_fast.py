@@ -7,7 +7,6 @@ for cannot quietly rot into the full path."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -51,6 +50,11 @@ def _shape(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
+def _copy(data: Any) -> Any:
+    """A deep copy of decoded JSON (faster than `copy.deepcopy`, and NaN stays NaN)."""
+    return json.loads(json.dumps(data))
+
+
 def _chat_full(data: dict[str, Any]) -> Any:
     try:
         return checked(data)
@@ -79,12 +83,12 @@ def assert_chat_agrees(body: bytes) -> bool:
         return False
     if not isinstance(data, dict):
         return False
-    before = copy.deepcopy(data)
+    before = json.dumps(data)
     fast = fast_parse(data)
-    assert data == before, "the one-pass reader changed the body"
+    assert json.dumps(data) == before, "the one-pass reader changed the body"
     if fast is None:
         return False
-    other = copy.deepcopy(data)
+    other = _copy(data)
     full = _chat_full(other)
     assert full is not None, f"the one-pass reader took a body the checks refuse: {body[:300]!r}"
     assert _shape(fast) == _shape(full)
@@ -101,13 +105,13 @@ def assert_responses_agrees(data: Any, walked: Walked = START) -> bool:
     """As `assert_chat_agrees`, for a decoded Responses body walked after `walked`."""
     if not isinstance(data, dict):
         return False
-    before = copy.deepcopy(data)
+    before = json.dumps(data)
     parser = _Parser(data, walked)
     fast = fast_run(parser)
-    assert data == before, "the one-pass walk changed the body"
+    assert json.dumps(data) == before, "the one-pass walk changed the body"
     if fast is None:
         return False
-    full, state = _responses_full(copy.deepcopy(data), walked)
+    full, state = _responses_full(_copy(data), walked)
     assert full is not None, f"the one-pass walk took a body the full walk refuses: {str(data)[:300]}"
     assert _shape(fast) == _shape(full)
     assert _parser_state(parser) == state
@@ -256,19 +260,19 @@ def _mutants(data: dict[str, Any]) -> Iterator[Any]:
     for path in list(_nodes(data))[1:]:
         *head, last = path
         for wrong in (*WRONG, "", "c" * 65, "msg_1", "fc_1", "function", "output_text", "assistant"):
-            mutant = copy.deepcopy(data)
+            mutant = _copy(data)
             parent = mutant
             for key in head:
                 parent = parent[key]
             parent[last] = wrong
             yield mutant
-        mutant = copy.deepcopy(data)
+        mutant = _copy(data)
         parent = mutant
         for key in head:
             parent = parent[key]
         if isinstance(parent, list):
-            parent.insert(last, copy.deepcopy(parent[last]))
-            yield copy.deepcopy(mutant)
+            parent.insert(last, _copy(parent[last]))
+            yield _copy(mutant)
             del parent[last : last + 2]
         else:
             del parent[last]
@@ -318,7 +322,7 @@ def _recorded_continuations() -> list[tuple[dict[str, Any], Walked]]:
 
     def recording(data: dict[str, Any], walked: Walked) -> Any:
         if walked is not START:
-            seen.append((copy.deepcopy(data), walked))
+            seen.append((_copy(data), walked))
         return walk(data, walked)
 
     engine = sandbox.Engine()
@@ -349,9 +353,11 @@ def test_continuations_are_walked_in_one_pass_and_their_mutants_as_the_full_walk
     continuations = _recorded_continuations()
     assert {data["model"] for data, _ in continuations} == {"six_rounds", "parallel_calls", "single_call_reasoning"}
     for data, walked in continuations:
+        chain = _shape(walked)
         assert assert_responses_agrees(data, walked), f"a continuation went the slow way: {data}"
         for mutant in _mutants(data):
             assert_responses_agrees(mutant, walked)
+        assert _shape(walked) == chain, "a walk changed the chain it went on from, which others share"
 
 
 # -- drawn bodies: tool loops in the shapes clients send, each field now and then a near miss ----------

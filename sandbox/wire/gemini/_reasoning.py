@@ -97,8 +97,9 @@ def encode_parts(content: Sequence[Part], encode: Callable[[Part], dict[str, Any
         encoded = encode(part)
         if encoded is None:
             continue
-        calls_follow = any(isinstance(later, ToolCall) for later in content[position + 1 :])
-        if pending is not None and (isinstance(part, ToolCall) or not calls_follow):
+        if pending is not None and (
+            isinstance(part, ToolCall) or not any(isinstance(later, ToolCall) for later in content[position + 1 :])
+        ):  # the look ahead only while a signature waits: most turns carry none
             encoded["thoughtSignature"] = pending
             pending = None
         parts.append(encoded)

@@ -139,7 +139,8 @@ def _message(role: Role, parts: list[Part]) -> Message:
     """`wire_message(role, parts)` without its check that only the model's turn holds reasoning: Chat
     Completions has none, so it holds by construction."""
     message: Message = _new(Message)
-    message.__dict__.update(role=role, content=tuple(parts))
+    fields = message.__dict__
+    fields["role"], fields["content"] = role, tuple(parts)
     return message
 
 

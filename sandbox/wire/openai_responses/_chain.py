@@ -30,7 +30,8 @@ class Turn:
         """`wire_message(self.role, self.parts)`, without its check that only the model's turn holds
         reasoning: a walk puts reasoning items in assistant turns alone, so it holds by construction."""
         message: Message = _new(Message)
-        message.__dict__.update(role=self.role, content=tuple(self.parts))
+        fields = message.__dict__
+        fields["role"], fields["content"] = self.role, tuple(self.parts)
         return message
 
 

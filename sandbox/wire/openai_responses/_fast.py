@@ -214,14 +214,16 @@ def _turn(parser: _Parser, role: Role, index: int) -> Turn:
     parser.open_assistant = role == "assistant"
     path = "input" if index < 0 else _PATHS[index] if index < len(_PATHS) else f"input[{index}]"
     turn: Turn = _new(Turn)
-    turn.__dict__.update(role=role, path=path, parts=[])
+    fields = turn.__dict__
+    fields["role"], fields["path"], fields["parts"] = role, path, []
     parser.turns.append(turn)
     return turn
 
 
 def _ref(key: str, item: int, message: int, item_type: str) -> Ref:
     made: Ref = _new(Ref)
-    made.__dict__.update(key=key, item=item, message=message, item_type=item_type)
+    fields = made.__dict__
+    fields["key"], fields["item"], fields["message"], fields["item_type"] = key, item, message, item_type
     return made
 
 

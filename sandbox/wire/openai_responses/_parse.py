@@ -389,18 +389,22 @@ class _Parser:
 
     def _conversation(self, tools: list[Tool], tool_choice: str | None) -> Conversation:
         chain = self.chain
-        kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
-        start = self.first + kept
-        self.messages = [
-            *(turn.message() for turn in self.turns[: self.first]),
-            *chain.messages[:kept],
-            *(turn.message() for turn in self.turns[start:]),
-        ]
-        self.paths = [
-            *(turn.path for turn in self.turns[: self.first]),
-            *chain.paths[:kept],
-            *(turn.path for turn in self.turns[start:]),
-        ]
+        if chain is _START:  # a request walked whole: every turn is its own
+            self.messages = [turn.message() for turn in self.turns]
+            self.paths = [turn.path for turn in self.turns]
+        else:
+            kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
+            start = self.first + kept
+            self.messages = [
+                *(turn.message() for turn in self.turns[: self.first]),
+                *chain.messages[:kept],
+                *(turn.message() for turn in self.turns[start:]),
+            ]
+            self.paths = [
+                *(turn.path for turn in self.turns[: self.first]),
+                *chain.paths[:kept],
+                *(turn.path for turn in self.turns[start:]),
+            ]
         return assembled(
             Conversation,
             model=self.data["model"],
