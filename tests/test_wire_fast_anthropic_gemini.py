@@ -265,7 +265,7 @@ UNUSUAL = {
     ],
     "gemini": [
         {"tools": [{"googleSearch": {}}]},
-        {"contents": [{"parts": [{"text": "hi"}]}]},
+        {"contents": [{"role": "model", "parts": [{"text": "hi"}]}]},
         {"contents": [{"role": "user", "parts": [{"text": "hi", "thought": "true"}]}]},
         {"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}]}]},
         {"contents": {"role": "user", "parts": [{"text": "hi"}]}},
@@ -289,6 +289,17 @@ def test_an_unusual_shape_goes_to_the_full_path(provider: str, change: dict[str,
     body = json.dumps({**BASE[provider], **change}).encode()
     assert fast(provider, json.dumps(BASE[provider]).encode()) is not None
     assert fast(provider, body) is None
+
+
+CURL = {  # the first request of each provider's own quickstart, as a learner types it
+    "anthropic": {"model": MODEL, "max_tokens": 1024, "messages": [{"role": "user", "content": "Hello, world"}]},
+    "gemini": {"contents": [{"parts": [{"text": "Explain how AI works in a few words"}]}]},
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_walk_reads_the_quickstart_body(provider: str) -> None:
+    assert taken(provider, json.dumps(CURL[provider]).encode())
 
 
 _JSON = st.recursive(

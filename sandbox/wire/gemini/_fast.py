@@ -6,10 +6,10 @@ verify whole itself.
 Why: the full reading goes through a `WirePart` per part, a `WireContent` per content, the proto
 reader's path strings and snake_case lookups for every field, then three more walks (the field
 checks, the merged turns' rules, the neutral model); the walk here builds the neutral objects straight
-from the decoded JSON. It never words an error: on anything unusual (a snake_case or unknown key, a
-value protobuf would convert such as `"thought": "true"`, an image part, a content without a role,
-a thought in a user turn, any rule broken) it declines, and the caller reads the request the full
-way, which stays the one source of every error text. Touches only the request bytes; raises nothing.
+from the decoded JSON. It never words an error: on anything unusual (an unknown key, a value
+protobuf would convert such as `"thought": "true"`, an image part, a thought in a user turn, any
+rule broken) it declines, and the caller reads the request the full way, which stays the one source
+of every error text. Touches only the request bytes; raises nothing.
 """
 
 from __future__ import annotations
@@ -219,6 +219,8 @@ def _contents(contents: list[Any], messages: list[Message], paths: list[str]) ->
         role, parts = content.get("role"), content.get("parts")
         if type(parts) is not list or not parts:
             return False
+        if role is None or role == "":
+            role = _effective_role(parts)
         if role == "model":
             if role_now != "model":
                 if role_now != "user":
@@ -240,6 +242,12 @@ def _contents(contents: list[Any], messages: list[Message], paths: list[str]) ->
     if role_now == "model":
         _model_turn(pending, start, len(contents), messages, paths)
     return True
+
+
+def _effective_role(parts: list[Any]) -> str:
+    """`WireContent.effective_role` of a content without a role: the model's if it calls a function."""
+    calls = (type(part) is dict and _field(part, "functionCall", "function_call") is not None for part in parts)
+    return "model" if any(calls) else "user"
 
 
 def _model_turn(

@@ -8,8 +8,9 @@ folds the assistant items that follow each other back into one assistant message
 
 This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
 `_client` (the skyl client: items out, response in, whole or streamed), `_validate` (the API's
-texts and field checks) and `_parse` (one walk over a request, in the API's order), `_encode` (the
-response object and its event stream), `_reasoning` (reasoning items and their echo rules).
+texts and field checks) and `_parse` (one walk over a request, in the API's order; `_fast` the same
+walk in one pass for the shapes clients send), `_encode` (the response object and its event
+stream), `_reasoning` (reasoning items and their echo rules).
 """
 
 from __future__ import annotations
