@@ -264,8 +264,8 @@ UNUSUAL = {
         {"response_format": {"type": "json"}},
     ],
     "gemini": [
-        {"tools": [{"googleSearch": {}}]},
-        {"contents": [{"parts": [{"text": "hi"}]}]},
+        {"contents": [{"role": "user", "parts": [{"text": "hi", "videoMetadata": {}}]}]},
+        {"contents": [{"role": "model", "parts": [{"text": "hi"}]}]},
         {"contents": [{"role": "user", "parts": [{"text": "hi", "thought": "true"}]}]},
         {"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}]}]},
         {"contents": {"role": "user", "parts": [{"text": "hi"}]}},
@@ -291,6 +291,22 @@ def test_an_unusual_shape_goes_to_the_full_path(provider: str, change: dict[str,
     assert fast(provider, body) is None
 
 
+CURL = {  # the first request of each provider's own quickstart, as a learner types it
+    "anthropic": {"model": MODEL, "max_tokens": 1024, "messages": [{"role": "user", "content": "Hello, world"}]},
+    "gemini": {"contents": [{"parts": [{"text": "Explain how AI works in a few words"}]}]},
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_walk_reads_the_quickstart_body(provider: str) -> None:
+    assert taken(provider, json.dumps(CURL[provider]).encode())
+
+
+EXTRA_KEYS = (
+    *("x", "type", "text", "thread", "cache_control", "role", "content", "is_error", "id", "name"),
+    *("function_call", "function_response", "thought_signature", "thought", "inlineData", "response_json_schema"),
+    *("parameters_json_schema", "system_instruction", "tool_config", "allowed_function_names", "mode", "parts"),
+)
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-3, 3) | st.sampled_from(["", "x", "user", "text"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["type", "text", "x"]), inner),
@@ -304,19 +320,22 @@ _JSON = st.recursive(
 def test_the_walk_declines_or_agrees_on_random_changes(
     provider: str, skyl_bodies: dict[str, list[tuple[str, bytes]]], data: st.DataObject
 ) -> None:
-    """Hypothesis: up to three nodes of any valid body replaced by arbitrary JSON, or dropped."""
+    """Hypothesis: up to three nodes of any valid body replaced by arbitrary JSON or dropped, or a key
+    added to an object (an unknown one, or another spelling of a known one)."""
     _, body = data.draw(st.sampled_from(skyl_bodies[provider]))
     changed = json.loads(body)
     for _ in range(data.draw(st.integers(1, 3))):
-        nodes = list(_nodes(changed))[1:]
-        *head, last = data.draw(st.sampled_from(nodes))
+        *head, last = data.draw(st.sampled_from(list(_nodes(changed))[1:]))
         parent = changed
         for key in head:
             parent = parent[key]
-        if data.draw(st.booleans()):
+        action = data.draw(st.sampled_from(["drop", "replace", "add"]))
+        if action == "drop":
             del parent[last]
-        else:
+        elif action == "replace":
             parent[last] = data.draw(_JSON)
+        elif isinstance(parent[last], dict):
+            parent[last][data.draw(st.sampled_from(EXTRA_KEYS))] = data.draw(_JSON)
     taken(provider, json.dumps(changed).encode())
 
 

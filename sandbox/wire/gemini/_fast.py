@@ -6,10 +6,13 @@ verify whole itself.
 Why: the full reading goes through a `WirePart` per part, a `WireContent` per content, the proto
 reader's path strings and snake_case lookups for every field, then three more walks (the field
 checks, the merged turns' rules, the neutral model); the walk here builds the neutral objects straight
-from the decoded JSON. It never words an error: on anything unusual (a snake_case or unknown key, a
-value protobuf would convert such as `"thought": "true"`, an image part, a content without a role,
-a thought in a user turn, any rule broken) it declines, and the caller reads the request the full
-way, which stays the one source of every error text. Touches only the request bytes; raises nothing.
+from the decoded JSON. Like the full reader, it reads only the fields that reader reads (a content's
+`role` and `parts`, a declaration's name, description and schemas, ...) and passes over the others
+(google-genai's `response_json_schema`, a `googleSearch` tool); a part or the body itself must hold
+nothing else. It never words an error: on anything unusual (an unknown key in a part or the body, a
+value protobuf would convert such as `"thought": "true"`, an image part, a thought in a user turn,
+any rule broken) it declines, and the caller reads the request the full way, which stays the one source
+of every error text. Touches only the request bytes; raises nothing.
 """
 
 from __future__ import annotations
@@ -31,10 +34,6 @@ __all__ = ["fast_request"]
 
 _PART_KEYS = frozenset({"text", "functionCall", "function_call", "thought", "thoughtSignature", "thought_signature"})
 """The keys of a model turn's part this walk reads (a function response there is the full path's)."""
-_CALL_KEYS = frozenset({"id", "name", "args"})
-_RESPONSE_KEYS = frozenset({"id", "name", "response"})
-_TOOL_KEYS = frozenset({"functionDeclarations", "function_declarations"})
-_DECLARATION_KEYS = frozenset({"name", "description", "parameters", "parametersJsonSchema", "parameters_json_schema"})
 _TEMPERATURE_END = 2.0001
 _new = object.__new__
 _PATHS = tuple(f"contents[{index}]" for index in range(64))
@@ -110,7 +109,7 @@ def _temperature_ok(value: Any) -> bool:
 
 def _system(value: Any) -> list[str] | None:
     """A `systemInstruction` of plain text parts (its role, if any, a string: the full path reads no more)."""
-    if type(value) is not dict or not value.keys() <= {"parts", "role"}:
+    if type(value) is not dict:
         return None
     role, parts = value.get("role"), value.get("parts")
     if (role is not None and type(role) is not str) or type(parts) is not list or not parts:
@@ -132,7 +131,7 @@ def _tools(value: Any) -> list[Tool] | None:
         return None
     tools: list[Tool] = []
     for tool in value:
-        if type(tool) is not dict or not tool.keys() <= _TOOL_KEYS:
+        if type(tool) is not dict:
             return None
         declarations = _field(tool, "functionDeclarations", "function_declarations")
         if declarations is None:
@@ -140,7 +139,7 @@ def _tools(value: Any) -> list[Tool] | None:
         if type(declarations) is not list:
             return None
         for declaration in declarations:
-            if type(declaration) is not dict or not declaration.keys() <= _DECLARATION_KEYS:
+            if type(declaration) is not dict:
                 return None
             name, description = declaration.get("name"), declaration.get("description")
             parameters = declaration.get("parameters")
@@ -162,12 +161,12 @@ def _tools(value: Any) -> list[Tool] | None:
 
 def _tool_choice(value: Any) -> str | None:
     """`toolConfig.functionCallingConfig` as `_proto.read_tool_choice` reads it, from its plain spellings."""
-    if type(value) is not dict or not value.keys() <= {"functionCallingConfig", "function_calling_config"}:
+    if type(value) is not dict:
         return None
     calling = _field(value, "functionCallingConfig", "function_calling_config")
     if calling is None:
         return "auto"
-    if type(calling) is not dict or not calling.keys() <= {"mode", "allowedFunctionNames", "allowed_function_names"}:
+    if type(calling) is not dict:
         return None
     mode, allowed = calling.get("mode"), _field(calling, "allowedFunctionNames", "allowed_function_names")
     if allowed is None:
@@ -214,11 +213,13 @@ def _contents(contents: list[Any], messages: list[Message], paths: list[str]) ->
     called: list[str] = []  # the current model turn's call names, then the previous one's
     pending: list[tuple[Part, ...]] = []  # the current model turn's parts, message by message
     for index, content in enumerate(contents):
-        if type(content) is not dict or not content.keys() <= {"role", "parts"}:
+        if type(content) is not dict:
             return False
         role, parts = content.get("role"), content.get("parts")
         if type(parts) is not list or not parts:
             return False
+        if role is None or role == "":
+            role = _effective_role(parts)
         if role == "model":
             if role_now != "model":
                 if role_now != "user":
@@ -240,6 +241,12 @@ def _contents(contents: list[Any], messages: list[Message], paths: list[str]) ->
     if role_now == "model":
         _model_turn(pending, start, len(contents), messages, paths)
     return True
+
+
+def _effective_role(parts: list[Any]) -> str:
+    """`WireContent.effective_role` of a content without a role: the model's if it calls a function."""
+    calls = (type(part) is dict and _field(part, "functionCall", "function_call") is not None for part in parts)
+    return "model" if any(calls) else "user"
 
 
 def _model_turn(
@@ -301,7 +308,7 @@ def _model_parts(parts: list[Any], turn: int, called: list[str]) -> tuple[Part, 
                 reasoning = wire_reasoning({"thoughtSignature": signature})
                 if reasoning is not None:
                     read.append(reasoning)
-        if type(call) is not dict or not call.keys() <= _CALL_KEYS:
+        if type(call) is not dict:
             return None
         name, arguments, call_id = call.get("name"), call.get("args"), call.get("id")
         if type(name) is not str or not name or (call_id is not None and type(call_id) is not str):
@@ -333,7 +340,7 @@ def _user_turn(
             texts.append(wire_text(text))
             continue
         response = _field(part, "functionResponse", "function_response")
-        if type(response) is not dict or not response.keys() <= _RESPONSE_KEYS:
+        if type(response) is not dict:
             return False
         name, payload, call_id = response.get("name"), response.get("response"), response.get("id")
         if type(name) is not str or not name or (call_id is not None and type(call_id) is not str):
