@@ -129,10 +129,21 @@ def answer_request(engine: Engine, journal: Journal, request: Any, body: bytes) 
         body,
         client=caller_key(),
         query=query.decode("latin-1") if isinstance(query, bytes) else query,
-        headers=dict(request.headers.items()),
+        headers=_headers(request.headers),
     )
     journal.append(exchange)
     return exchange
+
+
+def _headers(headers: Any) -> dict[str, str]:
+    """`dict(headers.items())` of an httpx or httpx2 `Headers` (lower-case names, a repeated header's
+    values joined by ", "), with its encoding read once rather than twice a header."""
+    encoding = headers.encoding
+    found: dict[str, str] = {}
+    for key, value in headers.raw:
+        name, text = key.lower().decode(encoding), value.decode(encoding)
+        found[name] = f"{found[name]}, {text}" if name in found else text
+    return found
 
 
 class _Door:

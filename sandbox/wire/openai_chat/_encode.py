@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import StopReason, Usage
+from ..._types import StopReason, ToolCall, Usage
 from .._base import (
     CREATED_AT,
     HEX,
@@ -21,7 +21,7 @@ from .._base import (
 )
 from .._openai import openai_error
 from .._sse import dumps, quote, sse_frame, to_bytes
-from ._client import arguments_json, encode_call
+from ._client import encode_call
 
 __all__ = ["encode_answer", "encode_response", "encode_stream", "error"]
 
@@ -70,7 +70,7 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, N
     calls = turn.message.tool_calls()
     text = turn.message.text()
     content = quote(text) if text or not calls else "null"
-    tool_calls = f',"tool_calls":{dumps([encode_call(call) for call in calls])}' if calls else ""
+    tool_calls = f',"tool_calls":[{",".join(map(_call_text, calls))}]' if calls else ""
     usage = turn.usage
     model = conversation.model
     return to_bytes(
@@ -100,7 +100,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     elif len(calls) > 1:
         deltas.append(dumps({"role": "assistant", "content": None}))
     for index, call in enumerate(calls):
-        arguments = arguments_json(call.arguments)
+        arguments = dumps(dict(call.arguments))  # `arguments_json`'s text, the encoder made once
         opening = {
             "index": index,
             "id": call.id,
@@ -178,6 +178,13 @@ def _encode_usage(usage: Usage) -> dict[str, Any]:
             "rejected_prediction_tokens": 0,
         },
     }
+
+
+def _call_text(call: ToolCall) -> str:
+    """`dumps(encode_call(call))`, written from its parts (`arguments_json`'s text from `dumps`)."""
+    arguments = quote(dumps(dict(call.arguments)))
+    function = f'{{"name":{quote(call.name)},"arguments":{arguments}}}'
+    return f'{{"id":{quote(call.id)},"type":"function","function":{function}}}'
 
 
 _DONE = sse_frame("[DONE]")
