@@ -21,30 +21,53 @@ from ...wire import get_wire_format
 from ...wire._sse import SSEParser
 from ..boundary._marshal import body_digest, read_value
 
-__all__ = ["RecordingAsyncClient", "RecordingClient", "Sent", "StreamHandle", "reference_turn"]
+__all__ = ["Known", "RecordingAsyncClient", "RecordingClient", "Sent", "StreamHandle", "reference_turn"]
+
+
+class Known:
+    """The messages one worker reply described, once each (`known`), rebuilt only when first asked for:
+    the reply's `sent` notes and its final `messages` name them by index."""
+
+    def __init__(self, data: Any) -> None:
+        self._data: list[Any] = data if isinstance(data, list) else []
+        self._rebuilt: dict[int, Any] = {}
+
+    def messages(self, indices: Any) -> tuple[Any, ...] | None:
+        """The messages at `indices`, or None if that is not a list of indices into this reply's table."""
+        if not isinstance(indices, list) or not all(
+            type(index) is int and 0 <= index < len(self._data) for index in indices
+        ):
+            return None
+        return tuple(self._one(index) for index in indices)
+
+    def _one(self, index: int) -> Any:
+        if index not in self._rebuilt:
+            self._rebuilt[index] = read_value(self._data[index])
+        return self._rebuilt[index]
 
 
 class Sent(dict[bytes, tuple[Message, ...]]):
     """Request body -> the messages the client encoded into it.
 
     The learner's client, in its worker, notes each request it encodes: the digest of the body and the
-    messages, as data. Notes are read (rebuilt into messages) only when a verdict asks for that body.
+    messages, by index into its reply's table (`Known`). Notes are read (rebuilt into messages) only when
+    a verdict asks for that body.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self._notes: dict[str, Any] = {}
+        self._notes: dict[str, tuple[Known, Any]] = {}
 
-    def note(self, digest: str, messages: Any) -> None:
-        self._notes[digest] = messages
+    def note(self, digest: str, messages: Any, known: Known) -> None:
+        self._notes[digest] = (known, messages)
 
     def get(self, body: bytes, default: Any = None) -> Any:
         if body in self:
             return self[body]
-        data = self._notes.pop(body_digest(body), None)
-        if not isinstance(data, list):
+        note = self._notes.pop(body_digest(body), None)
+        messages = note[0].messages(note[1]) if note is not None else None
+        if messages is None:
             return default
-        messages = tuple(read_value(message) for message in data)
         self[body] = messages
         return messages
 

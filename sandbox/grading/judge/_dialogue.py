@@ -29,7 +29,7 @@ from ..boundary._marshal import (
 )
 from ..boundary._runner import Outcome, TimedOut, WorkerDied, show_output
 from ._checks import EXPECT_ERROR
-from ._clients import RecordingAsyncClient, RecordingClient, Sent, StreamHandle, reference_turn
+from ._clients import Known, RecordingAsyncClient, RecordingClient, Sent, StreamHandle, reference_turn
 from ._expectations import Expectations
 from ._feedback import NotStarted
 from ._owner import LearnerFunction, Owner
@@ -228,13 +228,13 @@ class Dialogue(Retries, Expectations):
             return {"kind": "stream", "value": to_data(self.request)}
         return {"kind": "value", "value": to_data(argument)}
 
-    def _believe(self, notes: list[dict[str, Any]]) -> None:
+    def _believe(self, notes: list[dict[str, Any]], known: Known) -> None:
         """Keep what the learner's client says it encoded: shown in transcripts, and read for what the
         wire does not carry (a result the learner marked as an error). Verdicts on the conversation
         itself read what the sandbox parsed from the bytes it received."""
         for note in notes:
             if isinstance(note, dict) and isinstance(note.get("digest"), str):
-                self.sent.note(note["digest"], note.get("messages"))
+                self.sent.note(note["digest"], note.get("messages"), known)
 
     def _tools(self) -> dict[str, Any]:
         """What a synchronous `run` answers, for the worker to answer itself: as `output()` does, with no
@@ -247,10 +247,12 @@ class Dialogue(Retries, Expectations):
 
     def _outcome(self, reply: dict[str, Any]) -> Outcome:
         __tracebackhide__ = True
+        known = Known(reply.get("known"))
         if isinstance(reply.get("sent"), list):
-            self._believe(reply["sent"])
-        if isinstance(reply.get("messages"), list):
-            self.request.messages = [read_value(message) for message in reply["messages"]]
+            self._believe(reply["sent"], known)
+        messages = known.messages(reply.get("messages"))
+        if messages is not None:
+            self.request.messages = list(messages)
         self.stream_finished = reply.get("stream_finished") is True
         if "error" not in reply:
             outcome = Outcome(value=read_value(reply.get("value")))

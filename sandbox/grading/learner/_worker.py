@@ -130,7 +130,11 @@ class _Call:
         self.stream: _WatchedStream | None = None
         self.clients: list[skyl.Client] = []
         self.tools: dict[str, Any] = {}
-        self.encoded: dict[int, tuple[Any, Any]] = {}
+        self.encoded: dict[int, tuple[Any, int]] = {}
+        self.known: list[Any] = []
+        """Each distinct message the clients encoded, as data, once: `sent` and `messages` name them by
+        index, since a loop resends its whole history every round (which, spelled out, was most of a
+        reply's bytes, encoded here and decoded by the grader)."""
         self.sent: list[dict[str, Any]] = []
         """What the clients encoded, sent with the answer: the grader reads it only after the call."""
         self.async_clients: list[_NotingAsyncClient] = []
@@ -155,7 +159,8 @@ class _Call:
                 client.close()
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _DEPTH))
         if self.request is not None:
-            reply["messages"] = to_data(self.request.messages)
+            reply["messages"] = self._final_messages(self.request.messages)
+        reply["known"] = self.known
         reply["sent"] = self.sent
         reply["never_awaited"] = self.handed_out.close_unawaited()
         reply["client_never_awaited"] = sum(client.handed_out.close_unawaited() for client in self.async_clients)
@@ -222,15 +227,31 @@ class _Call:
 
     def _sent(self, body: bytes, request: skyl.Request) -> None:
         """Note which messages the client encoded into `body` (named by its digest), for the grader."""
-        messages = [self._message_data(message) for message in request.messages]
+        messages = [self._message_index(message) for message in request.messages]
         self.sent.append({"digest": body_digest(body), "messages": messages})
 
-    def _message_data(self, message: Any) -> Any:
-        """A message as data, once per message object: a loop resends its whole history every round."""
+    def _message_index(self, message: Any) -> int:
+        """A message's place in `known`, described once per message object."""
         known = self.encoded.get(id(message))
         if known is None or known[0] is not message:
-            known = self.encoded[id(message)] = (message, to_data(message))
+            self.known.append(to_data(message))
+            known = self.encoded[id(message)] = (message, len(self.known) - 1)
         return known[1]
+
+    def _final_messages(self, messages: Any) -> Any:
+        """The request's messages once the call is over, described afresh (the learner's code may have
+        changed them since they were sent); each one still described as sent is named by its index."""
+        data = to_data(messages)
+        if not isinstance(data, list):
+            return data
+        indices = []
+        for message, described in zip(messages, data):
+            known = self.encoded.get(id(message))
+            if known is None or known[0] is not message or self.known[known[1]] != described:
+                self.known.append(described)
+                known = self.encoded[id(message)] = (message, len(self.known) - 1)
+            indices.append(known[1])
+        return indices
 
     def _run(self, call: skyl.ToolCall) -> str:
         """The synchronous tool: answered here from the grader's table, as `Dialogue.output` would."""
