@@ -241,11 +241,12 @@ class _Call:
     def _final_messages(self, messages: Any) -> Any:
         """The request's messages once the call is over, described afresh (the learner's code may have
         changed them since they were sent); each one still described as sent is named by its index."""
-        data = to_data(messages)
-        if not isinstance(data, list):
-            return data
+        if type(messages) is not list:
+            return to_data(messages)
+        items = list(messages)  # a snapshot: a thread the learner left running may still change the list
+        data = to_data(items)
         indices = []
-        for message, described in zip(messages, data):
+        for message, described in zip(items, data, strict=True):
             known = self.encoded.get(id(message))
             if known is None or known[0] is not message or self.known[known[1]] != described:
                 self.known.append(described)
