@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.room_server import serving_room
+
 ROOT = Path(__file__).resolve().parent.parent
 
 LANE_PIDS = """
@@ -68,7 +70,9 @@ def _course(where: Path, exercises: dict[str, str]) -> Path:
 def _grade(where: Path, lanes: int, *extra: str, die: str = "") -> tuple[subprocess.CompletedProcess[str], list[str]]:
     pids = where / f"pids-{lanes}-{len(extra)}-{bool(die)}.txt"
     pids.unlink(missing_ok=True)
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTEST_ADDOPTS", "LANE_DIE")}
+    ignored = ("PYTEST_ADDOPTS", "LANE_DIE", "SANDBOX_ROOM", "SANDBOX_ROOM_NAME")
+    env = {key: value for key, value in os.environ.items() if key not in ignored}
+    env["SANDBOX_ROOM_CACHE"] = str(where / "rooms.json")
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(where / "plugins"), env.get("PYTHONPATH")])))
     env.update(LANE_PIDS=str(pids), **({"LANE_DIE": die} if die else {}))
     done = subprocess.run(
@@ -173,3 +177,26 @@ def test_tests_the_second_lane_did_not_report_run_in_the_first(tmp_path: Path) -
     ran = [line.rsplit(" ", 1) for line in pids]
     first = {pid for nodeid, pid in ran if "01_apply_tool_results" in nodeid}
     assert [pid in first for nodeid, pid in ran if "03_several_calls" in nodeid] == [False] * 3 + [True] * 17
+
+
+def test_a_room_hears_from_two_lanes_what_it_hears_from_one(tmp_path: Path) -> None:
+    """The room's reporter learns each failure's rule and feedback where the test ran; from the second
+    lane they travel on the reports."""
+    _course(tmp_path, COURSES["a failing challenge in the second lane"])
+    with serving_room(tmp_path / "room.db") as served:
+        one, _ = _grade(tmp_path, 1, "--room", served.room, "--name", "Ada")
+        two, pids = _grade(tmp_path, 2, "--room", served.room, "--name", "Bo")
+        assert one.returncode == two.returncode == 1, one.stdout[-1500:] + two.stdout[-1500:]
+        assert len(_processes(pids)["03_several_calls"] | _processes(pids)["01_apply_tool_results"]) == 2
+        rows = {
+            row["name"]: {name: {**cell, "at": None} for name, cell in row["cells"].items()}  # when it was posted
+            for row in served.instructor("/api/state").json()["learners"]
+        }
+        assert rows["Bo"] == rows["Ada"]
+        assert rows["Bo"]["03_several_calls"]["status"] == "failing" and rows["Bo"]["03_several_calls"]["rules"]
+        assert rows["Bo"]["02_bounded_loop"]["status"] == "not started"
+        failures = [
+            {**served.instructor(f"/api/learners/{name}").json()["latest_failure"], "at": None}
+            for name in ("Ada", "Bo")
+        ]
+        assert failures[0] == failures[1] and "several_calls" in failures[1]["challenge"]

@@ -297,5 +297,5 @@ def _result_text(content: Any) -> str | None:
 def _final_turn_ok(kinds: list[str], data: dict[str, Any]) -> bool:
     """`_reasoning.check_final_turn` passes: thinking only when enabled, and then first before a call."""
     if not _enabled(data):
-        return not any(kind in _THINKING for kind in kinds)
+        return "thinking" not in kinds and "redacted_thinking" not in kinds
     return "tool_use" not in kinds or kinds[0] in _THINKING

@@ -46,6 +46,8 @@ def thinking_enabled(conversation: Conversation) -> bool:
 
 def _enabled(data: Mapping[str, Any]) -> bool:
     thinking = data.get("thinking")
+    if thinking is None:
+        return False  # most requests: without the ABC check below
     return isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
 
 
