@@ -35,6 +35,9 @@ __all__ = [
     "user_text",
 ]
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""`json.dumps(data, ensure_ascii=False, separators=(",", ":"))`, without a new encoder per call."""
+
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
 
@@ -148,9 +151,16 @@ class Reasoning:
     def from_wire(
         cls, provider: str, data: Mapping[str, Any], *, summary: str = "", redacted: bool = False
     ) -> Reasoning:
-        """The part for a provider's JSON (wire formats use this when they decode a response)."""
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        return cls(provider, summary, redacted=redacted, payload=payload)
+        """The part for a provider's JSON (wire formats use this when they decode a response, and the
+        fake when it reads a request's reasoning: a reasoning model's history holds one per turn or
+        more). A named provider, a text summary and a non-empty dict pass `__post_init__`'s checks by
+        construction, so such a part is made without them (they decode the payload again)."""
+        payload = _COMPACT.encode(data)
+        if type(data) is not dict or not data or type(provider) is not str or not provider or type(summary) is not str:
+            return cls(provider, summary, redacted=redacted, payload=payload)
+        part = _new(cls)
+        part.__dict__.update(provider=provider, summary=summary, redacted=redacted, payload=payload, kind="reasoning")
+        return part
 
 
 Part = Text | ToolCall | ToolResult | Reasoning

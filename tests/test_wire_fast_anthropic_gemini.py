@@ -24,6 +24,7 @@ from sandbox.wire import Conversation, WireError
 from sandbox.wire.anthropic import _fast as anthropic_fast
 from sandbox.wire.anthropic import _parse as anthropic_parse
 from sandbox.wire.gemini import _fast as gemini_fast
+from sandbox.wire.gemini import _jsontext as gemini_jsontext
 from sandbox.wire.gemini import _parse as gemini_parse
 from tests import sdk_drivers
 
@@ -370,3 +371,21 @@ def test_the_full_path_words_the_error_of_a_body_the_walk_declines() -> None:
     assert fast("anthropic", body) is None
     with pytest.raises(WireError, match="stream: Input should be a valid boolean"):
         anthropic_parse.parse_request(body)
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for level in range(depth - 1):
+        value = [value] if level % 2 else {"k": value, "s": "x"}
+    return value
+
+
+@settings(max_examples=200)
+@given(depth=st.integers(90, 110), leaf=_JSON, wide=st.integers(0, 3))
+def test_the_gemini_depth_check_agrees_with_the_walk_of_every_node(depth: int, leaf: Any, wide: int) -> None:
+    """A Gemini body past 100 `{` and `[` without a surrogate escape has only its containers' depth
+    measured (`_jsontext._too_deep`): the same verdict as the walk of every node that also looks at
+    each string, at the depths around protobuf's limit of 100."""
+    data = {"contents": [_nested(depth, leaf) for _ in range(wide + 1)]}
+    text = json.dumps(data)
+    assert gemini_jsontext.tree_problem(text, data) == gemini_jsontext._tree_problem(data)

@@ -24,7 +24,7 @@ from typing import Any
 from ..._types import Message, Part, Role, Tool, assembled, wire_call, wire_result, wire_text
 from .._base import Conversation
 from .._json import decode
-from ._jsontext import _DECODER, _may_have_problem, _tree_problem
+from ._jsontext import _DECODER, tree_problem
 from ._parse import _pair, _result
 from ._proto import _MODES, TOP_LEVEL_NAMES, _lower_types
 from ._reasoning import wire_reasoning
@@ -46,7 +46,7 @@ def fast_request(body: bytes, *, path_model: str | None, path_stream: bool) -> C
         data = decode(text, _DECODER)
     except (ValueError, RecursionError):  # not UTF-8, not JSON, NaN, too deep for Python
         return None
-    if type(data) is not dict or (_may_have_problem(text) and _tree_problem(data) is not None):
+    if type(data) is not dict or tree_problem(text, data) is not None:
         return None
     contents, model = data.get("contents"), data.get("model")
     if type(contents) is not list or not contents or not data.keys() <= TOP_LEVEL_NAMES:
