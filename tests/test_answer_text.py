@@ -17,6 +17,8 @@ from sandbox._engine import Engine, Exchange
 from sandbox.wire import get_wire_format
 from sandbox.wire._sse import dumps, to_bytes
 
+from .corpus import play_loop
+
 
 def _answers(
     engine: Engine, provider: str, name: str, *, reasoning: bool, stream: bool = False, **extra: Any
@@ -28,18 +30,9 @@ def _answers(
     req = skyl.Request(
         model=name, messages=[skyl.user_text(scenario.prompt)], tools=list(scenario.tools), reasoning=reasoning, **extra
     )
-    for _ in range(6):
-        try:
-            resp = skyl.collect_stream(client.stream(req)) if stream else client.complete(req)
-        except sandbox.ProviderError:
-            break
-        if not resp.tool_calls():
-            break
-        req.messages.append(resp.message)
-        req.messages.extend(
-            skyl.tool_result_message(call.id, f'{call.name} \u00e9 "ok" {json.dumps(dict(call.arguments))}')
-            for call in resp.tool_calls()
-        )
+    play_loop(
+        client, req, stream=stream, result=lambda call: f'{call.name} \u00e9 "ok" {json.dumps(dict(call.arguments))}'
+    )
     return [exchange for exchange in transport.journal if exchange.status == 200 and exchange.turn is not None]
 
 

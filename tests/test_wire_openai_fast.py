@@ -30,6 +30,7 @@ from sandbox.wire.openai_responses._chain import START, Walked
 from sandbox.wire.openai_responses._fast import fast_item, fast_run
 from sandbox.wire.openai_responses._parse import _Parser
 
+from .corpus import copied, mutants, nodes, play_loop
 from .sdk_drivers import DRIVERS, in_process_options, openai_responses_reasoning
 
 CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
@@ -48,11 +49,6 @@ def _shape(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _shape(inner) for key, inner in value.items()}
     return (type(value).__name__, value)
-
-
-def _copy(data: Any) -> Any:
-    """A deep copy of decoded JSON (faster than `copy.deepcopy`, and NaN stays NaN)."""
-    return json.loads(json.dumps(data))
 
 
 def _chat_full(data: dict[str, Any]) -> Any:
@@ -88,15 +84,15 @@ def assert_chat_agrees(body: bytes) -> bool:
     assert json.dumps(data) == before, "the one-pass reader changed the body"
     if fast is None:
         return False
-    other = _copy(data)
+    other = copied(data)
     full = _chat_full(other)
     assert full is not None, f"the one-pass reader took a body the checks refuse: {body[:300]!r}"
     assert _shape(fast) == _shape(full)
     assert fast.raw is data and full.raw is other
     pairs = zip(fast.tools, full.tools, data.get("tools") or (), other.get("tools") or (), strict=True)
-    for mine, theirs, sent, copied in pairs:
+    for mine, theirs, sent, resent in pairs:
         assert (mine.parameters is sent["function"].get("parameters")) == (
-            theirs.parameters is copied["function"].get("parameters")
+            theirs.parameters is resent["function"].get("parameters")
         ), "a tool's schema is the body's own object on one path and a copy on the other"
     return True
 
@@ -111,7 +107,7 @@ def assert_responses_agrees(data: Any, walked: Walked = START) -> bool:
     assert json.dumps(data) == before, "the one-pass walk changed the body"
     if fast is None:
         return False
-    full, state = _responses_full(_copy(data), walked)
+    full, state = _responses_full(copied(data), walked)
     assert full is not None, f"the one-pass walk took a body the full walk refuses: {str(data)[:300]}"
     assert _shape(fast) == _shape(full)
     assert _parser_state(parser) == state
@@ -159,17 +155,7 @@ def _catalogue_exchanges() -> Iterator[tuple[str, bytes, bytes]]:
                         tools=list(scenario.tools),
                         reasoning=reasoning,
                     )
-                    for _ in range(6):
-                        try:
-                            resp = skyl.collect_stream(client.stream(req)) if stream else client.complete(req)
-                        except sandbox.ProviderError:
-                            break
-                        if not resp.tool_calls():
-                            break
-                        req.messages.append(resp.message)
-                        req.messages.extend(
-                            skyl.tool_result_message(call.id, f"{call.name} ok") for call in resp.tool_calls()
-                        )
+                    play_loop(client, req, stream=stream, result=lambda call: f"{call.name} ok")
                     for exchange in transport.journal:
                         if exchange.status == 200:
                             yield exchange.path, exchange.request_body, b"".join(exchange.chunks)
@@ -245,38 +231,8 @@ def test_call_arguments_are_what_decoding_gives_and_a_fresh_object_each_time(tex
 # -- mutations of the valid bodies -------------------------------------------------------------------
 
 
-def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield path
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            yield from _nodes(inner, (*path, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield from _nodes(inner, (*path, index))
-
-
-def _mutants(data: dict[str, Any]) -> Iterator[Any]:
-    """Every node replaced by each wrong-typed value, dropped, and (a list's item) doubled."""
-    for path in list(_nodes(data))[1:]:
-        *head, last = path
-        for wrong in (*WRONG, "", "c" * 65, "msg_1", "fc_1", "function", "output_text", "assistant"):
-            mutant = _copy(data)
-            parent = mutant
-            for key in head:
-                parent = parent[key]
-            parent[last] = wrong
-            yield mutant
-        mutant = _copy(data)
-        parent = mutant
-        for key in head:
-            parent = parent[key]
-        if isinstance(parent, list):
-            parent.insert(last, _copy(parent[last]))
-            yield _copy(mutant)
-            del parent[last : last + 2]
-        else:
-            del parent[last]
-        yield mutant
+MUTATIONS: tuple[Any, ...] = (*WRONG, "", "c" * 65, "msg_1", "fc_1", "function", "output_text", "assistant")
+"""What a node is replaced by: the wrong types, and the strings that are right somewhere else."""
 
 
 def _distinct_shapes(path: str, limit: int) -> list[dict[str, Any]]:
@@ -284,7 +240,7 @@ def _distinct_shapes(path: str, limit: int) -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for where, body in VALID:
         data = json.loads(body)
-        if where == path and len(list(_nodes(data))) <= 80:
+        if where == path and len(list(nodes(data))) <= 80:
             seen.setdefault(json.dumps(_skeleton(data), sort_keys=True), data)
     return list(seen.values())[:limit]
 
@@ -301,7 +257,7 @@ def _skeleton(value: Any) -> Any:
 def test_mutated_bodies_are_declined_or_read_exactly_as_the_full_parse_reads_them(path: str) -> None:
     taken = tried = 0
     for data in _distinct_shapes(path, 16):
-        for mutant in _mutants(data):
+        for mutant in mutants(data, MUTATIONS):
             tried += 1
             if path == CHAT:
                 taken += assert_chat_agrees(json.dumps(mutant).encode())
@@ -322,7 +278,7 @@ def _recorded_continuations() -> list[tuple[dict[str, Any], Walked]]:
 
     def recording(data: dict[str, Any], walked: Walked) -> Any:
         if walked is not START:
-            seen.append((_copy(data), walked))
+            seen.append((copied(data), walked))
         return walk(data, walked)
 
     engine = sandbox.Engine()
@@ -355,7 +311,7 @@ def test_continuations_are_walked_in_one_pass_and_their_mutants_as_the_full_walk
     for data, walked in continuations:
         chain = _shape(walked)
         assert assert_responses_agrees(data, walked), f"a continuation went the slow way: {data}"
-        for mutant in _mutants(data):
+        for mutant in mutants(data, MUTATIONS):
             assert_responses_agrees(mutant, walked)
         assert _shape(walked) == chain, "a walk changed the chain it went on from, which others share"
 
