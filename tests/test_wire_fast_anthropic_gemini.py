@@ -27,6 +27,7 @@ from sandbox.wire.gemini import _fast as gemini_fast
 from sandbox.wire.gemini import _jsontext as gemini_jsontext
 from sandbox.wire.gemini import _parse as gemini_parse
 from tests import sdk_drivers
+from tests.corpus import mutants, nodes, play_loop
 
 PROVIDERS = ("anthropic", "gemini")
 MODEL = "single_call"
@@ -119,17 +120,12 @@ def _skyl_loop(engine: Engine, provider: str, name: str, *, stream: bool, reason
     req = skyl.Request(
         model=name, messages=[skyl.user_text(scenario.prompt)], tools=list(scenario.tools), reasoning=reasoning
     )
-    for _ in range(6):
-        try:
-            resp = skyl.collect_stream(client.stream(req)) if stream else client.complete(req)
-        except sandbox.ProviderError:
-            return
-        if not resp.tool_calls():
-            return
-        req.messages.append(resp.message)
-        for call in resp.tool_calls():
-            arguments = json.dumps(dict(call.arguments), sort_keys=True)
-            req.messages.append(skyl.tool_result_message(call.id, f"{call.name}: {arguments} ok"))
+    play_loop(
+        client,
+        req,
+        stream=stream,
+        result=lambda call: f"{call.name}: {json.dumps(dict(call.arguments), sort_keys=True)} ok",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -208,35 +204,9 @@ def test_the_walk_reads_every_body_the_official_sdk_sends(
 WRONG: tuple[Any, ...] = (None, True, 0, 1.5, "x", "", [], {}, "true", -1)
 
 
-def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield path
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            yield from _nodes(inner, (*path, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield from _nodes(inner, (*path, index))
-
-
 def _mutants(body: bytes) -> Iterator[bytes]:
     """Each node of `body` replaced by each wrong value, dropped, or (a list's item) sent twice."""
-    data = json.loads(body)
-    for path in list(_nodes(data))[1:]:
-        *head, last = path
-        for wrong in (*WRONG, "drop", "twice"):
-            copy = json.loads(body)
-            parent = copy
-            for key in head:
-                parent = parent[key]
-            if wrong == "drop":
-                del parent[last]
-            elif wrong == "twice":
-                if not isinstance(parent, list):
-                    continue
-                parent.insert(last, parent[last])
-            else:
-                parent[last] = wrong
-            yield json.dumps(copy).encode()
+    return (json.dumps(mutant).encode() for mutant in mutants(json.loads(body), WRONG))
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -246,7 +216,7 @@ def test_the_walk_declines_or_agrees_on_every_mutation_of_a_valid_body(
     """About 40,000 bodies: each node of each short valid body replaced by a wrong value, dropped, or
     repeated. Those the full path accepts are mostly read by the walk; none it refuses is."""
     counts = {True: 0, False: 0}
-    short = [body for _, body in skyl_bodies[provider] if len(list(_nodes(json.loads(body)))) <= 40]
+    short = [body for _, body in skyl_bodies[provider] if len(list(nodes(json.loads(body)))) <= 40]
     for body in short[:60]:
         for mutant in _mutants(body):
             counts[taken(provider, mutant)] += 1
@@ -326,7 +296,7 @@ def test_the_walk_declines_or_agrees_on_random_changes(
     _, body = data.draw(st.sampled_from(skyl_bodies[provider]))
     changed = json.loads(body)
     for _ in range(data.draw(st.integers(1, 3))):
-        *head, last = data.draw(st.sampled_from(list(_nodes(changed))[1:]))
+        *head, last = data.draw(st.sampled_from(list(nodes(changed))[1:]))
         parent = changed
         for key in head:
             parent = parent[key]
