@@ -86,16 +86,18 @@ def _model_not_found(provider: str, model: str) -> str:
 def check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> None:
     """Refuse a request that does not declare every tool the scenario calls."""
     called = scenario.called
-    if not called or called.issubset([tool.name for tool in conversation.tools]):
+    if not called:
         return
-    needed = sorted(called.difference(tool.name for tool in conversation.tools))
-    if needed:
-        raise wire.error(
-            400,
-            f"sandbox: scenario {scenario.name!r} calls {', '.join(needed)}, but the request does not "
-            "declare those tools, so a real model could not call them. Send the scenario's tools "
-            "with every request: tools=scenario.tools.",
-            rule=Rule.MISSING_TOOL,
-            param="tools",
-            code="sandbox_missing_tool",
-        )
+    declared = [tool.name for tool in conversation.tools]
+    if called.issubset(declared):
+        return
+    needed = sorted(called.difference(declared))
+    raise wire.error(
+        400,
+        f"sandbox: scenario {scenario.name!r} calls {', '.join(needed)}, but the request does not "
+        "declare those tools, so a real model could not call them. Send the scenario's tools "
+        "with every request: tools=scenario.tools.",
+        rule=Rule.MISSING_TOOL,
+        param="tools",
+        code="sandbox_missing_tool",
+    )

@@ -196,10 +196,7 @@ class KeptState:
         else:
             sent = expanded.new_items
             if sent is None:
-                items = raw.get("input", [])
-                if isinstance(items, str):
-                    items = [{"role": "user", "content": items}]
-                sent = joined_bytes(items)
+                sent = joined_bytes(input_items(raw) or [])  # the request was read: its input is a list or text
             reply = response.get("output_bytes") or joined_bytes(response["output"])
             fields = b""
         if expanded.conversation is not None:

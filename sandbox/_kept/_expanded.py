@@ -138,7 +138,7 @@ def joined_bytes(items: list[Any]) -> bytes:
     return dumps_bytes(items)[1:-1]
 
 
-def input_items(data: dict[str, Any]) -> list[Any] | None:
+def input_items(data: Mapping[str, Any]) -> list[Any] | None:
     """A Responses request's `input` as a list of items (a string is one user message, as the API reads
     it), or None for a wrong type, which the wire format refuses in the API's words."""
     given = data.get("input", [])

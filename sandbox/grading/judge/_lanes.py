@@ -110,18 +110,15 @@ class Lanes:
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         theirs = {id(item) for item in self.theirs}
         mine = [item for item in session.items if id(item) not in theirs]
-        following = dict(zip(map(id, mine), [*mine[1:], None], strict=True))
+        following = {id(item): nextitem for item, nextitem in _with_next(mine)}
         self._fork(session)
         clean = False
         try:
             for index, item in enumerate(session.items):
-                if id(item) in theirs and not self._ended:
-                    if not self._replay(session, item):
-                        self._run_here(session, session.items[index:], theirs)
+                if id(item) in theirs:
+                    if self._ended or not self._replay(session, item):
+                        self._run_here(session, session.items[index:])
                         break
-                elif id(item) in theirs:
-                    self._run_here(session, session.items[index:], theirs)
-                    break
                 else:
                     item.config.hook.pytest_runtest_protocol(item=item, nextitem=following[id(item)])
                 _check(session)
@@ -176,7 +173,7 @@ class Lanes:
                 hook.pytest_runtest_logfinish(nodeid=message[1], location=message[2])
         return True
 
-    def _run_here(self, session: pytest.Session, rest: Sequence[pytest.Item], theirs: set[int]) -> None:
+    def _run_here(self, session: pytest.Session, rest: Sequence[pytest.Item]) -> None:
         """The second lane stopped: the tests it did not report run in this process, in order."""
         self._stop()
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
@@ -234,11 +231,12 @@ class _Inbox:
         try:
             while chunk := os.read(self._pipe, 1 << 20):
                 buffer += chunk
-                while len(buffer) >= _SIZE.size and len(buffer) >= _SIZE.size + _SIZE.unpack_from(buffer)[0]:
+                while len(buffer) >= _SIZE.size:
                     size = _SIZE.size + _SIZE.unpack_from(buffer)[0]
-                    message: tuple[Any, ...] = pickle.loads(
-                        buffer[_SIZE.size : size]
-                    )  # a grader's, never learner code's
+                    if len(buffer) < size:
+                        break  # the rest of this message is still on its way
+                    # a grader's pickle, never learner code's: the pipe is inherited by no worker
+                    message: tuple[Any, ...] = pickle.loads(buffer[_SIZE.size : size])
                     buffer = buffer[size:]
                     with self._changed:
                         self._messages.append(message)

@@ -234,9 +234,14 @@ class _Call:
         """A message's place in `known`, described once per message object."""
         known = self.encoded.get(id(message))
         if known is None or known[0] is not message:
-            self.known.append(to_data(message))
-            known = self.encoded[id(message)] = (message, len(self.known) - 1)
+            return self._remember(message, to_data(message))
         return known[1]
+
+    def _remember(self, message: Any, described: Any) -> int:
+        """Add `message`'s description to `known`, as what that message object now stands for."""
+        self.known.append(described)
+        self.encoded[id(message)] = (message, len(self.known) - 1)
+        return len(self.known) - 1
 
     def _final_messages(self, messages: Any) -> Any:
         """The request's messages once the call is over, described afresh (the learner's code may have
@@ -249,9 +254,9 @@ class _Call:
         for message, described in zip(items, data, strict=True):
             known = self.encoded.get(id(message))
             if known is None or known[0] is not message or self.known[known[1]] != described:
-                self.known.append(described)
-                known = self.encoded[id(message)] = (message, len(self.known) - 1)
-            indices.append(known[1])
+                indices.append(self._remember(message, described))
+            else:
+                indices.append(known[1])
         return indices
 
     def _run(self, call: skyl.ToolCall) -> str:

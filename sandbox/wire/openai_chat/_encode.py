@@ -74,13 +74,13 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, N
     usage = turn.usage
     model = conversation.model
     return to_bytes(
-        f'{{"id":"chatcmpl-{unique_token(f"chatcmpl:{turn.response_seed}", 29)}","object":"chat.completion",'
+        f'{{"id":"{_completion_id(turn)}","object":"chat.completion",'
         f'"created":{CREATED_AT},"model":{quote(model)},"choices":[{{"index":0,"message":{{"role":"assistant",'
         f'"content":{content},"refusal":null,"annotations":[]{tool_calls}}},"logprobs":null,'
         f'"finish_reason":{dumps(_finish_reason(turn, conversation))}}}],"usage":{{"prompt_tokens":'
         f'{usage.input_tokens},"completion_tokens":{usage.output_tokens},"total_tokens":{usage.total_tokens},'
         f"{_USAGE_DETAILS}}},"
-        f'"service_tier":"default","system_fingerprint":"fp_{stable_token(f"fp:{model}", 10, HEX)}"}}'
+        f'"service_tier":"default","system_fingerprint":"{_fingerprint(model)}"}}'
     ), None
 
 
@@ -156,13 +156,23 @@ def _finish_reason(turn: ModelTurn, conversation: Conversation) -> str:
 def _envelope(turn: ModelTurn, conversation: Conversation, kind: str) -> dict[str, Any]:
     """The fields every body and chunk repeats, in the recorded key order."""
     return {
-        "id": "chatcmpl-" + unique_token(f"chatcmpl:{turn.response_seed}", 29),
+        "id": _completion_id(turn),
         "object": kind,
         "created": CREATED_AT,
         "model": conversation.model,
         "service_tier": "default",
-        "system_fingerprint": "fp_" + stable_token(f"fp:{conversation.model}", 10, HEX),
+        "system_fingerprint": _fingerprint(conversation.model),
     }
+
+
+def _completion_id(turn: ModelTurn) -> str:
+    """The answer's `id`, the same in its body and in each of its chunks."""
+    return "chatcmpl-" + unique_token(f"chatcmpl:{turn.response_seed}", 29)
+
+
+def _fingerprint(model: str) -> str:
+    """The `system_fingerprint`, one per model (its alphabet needs no JSON escapes)."""
+    return "fp_" + stable_token(f"fp:{model}", 10, HEX)
 
 
 def _encode_usage(usage: Usage) -> dict[str, Any]:

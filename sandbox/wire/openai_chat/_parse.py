@@ -12,7 +12,7 @@ from ..._types import Message, Text, Tool, ToolCall, assembled, wire_call, wire_
 from .._base import (
     Conversation,
 )
-from .._json import loads
+from .._openai import call_arguments
 from ._encode import error
 from ._fast import fast_parse
 from ._pairing import check_pairing
@@ -86,11 +86,7 @@ def _neutral_call(call: Mapping[str, Any]) -> ToolCall:
     """A replayed call. Arguments that are not a JSON object are accepted, as OpenAI accepts them
     (reference C15), and read as no arguments."""
     function = call["function"]
-    try:
-        arguments = loads(function["arguments"])
-    except (ValueError, RecursionError):
-        arguments = {}
-    return wire_call(call["id"], function["name"], arguments if isinstance(arguments, dict) else {})
+    return wire_call(call["id"], function["name"], call_arguments(function["arguments"]))
 
 
 def _neutral_tool(function: Mapping[str, Any]) -> Tool:

@@ -13,7 +13,7 @@ from .._base import (
     Conversation,
     Rule,
 )
-from .._json import loads
+from .._openai import call_arguments
 from ._chain import START as _START
 from ._chain import Ref as _Ref
 from ._chain import Turn as _Turn
@@ -274,13 +274,8 @@ class _Parser:
                 wrong_type(f"{path}.{key}", "a string", item[key], index=at)
             strings[key] = item[key]
         check_item_id(path, item, "fc", at)  # [ISSUE] "Expected an ID that begins with 'fc'."
-        try:
-            arguments = loads(strings["arguments"])
-        except (ValueError, RecursionError):
-            arguments = None
         # The API passes arguments through as an opaque string (C15); the neutral model wants a dict.
-        if not isinstance(arguments, dict):
-            arguments = {}
+        arguments = call_arguments(strings["arguments"])
         meta = {"item_id": item["id"]} if isinstance(item.get("id"), str) else {}
         self._new_turn("assistant", path).parts.append(wire_call(call_id, strings["name"], arguments, meta))
         self.calls.append(_Ref(call_id, index, at))
