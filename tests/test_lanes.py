@@ -181,8 +181,11 @@ def test_a_lane_grades_what_it_claims_in_its_own_order_and_it_is_reported_in_tes
     _same_results(one, held, tmp_path, 2)
     ran = _processes(pids)
     assert ran["02_bounded_loop"] == ran["03_several_calls"] != ran["01_apply_tool_results"], ran
-    theirs = [line.rsplit(" ", 1)[0].split("/")[1] for line in pids if line.endswith(f" {min(ran['02_bounded_loop'])}")]
-    assert theirs == sorted(theirs, reverse=True) and theirs[0] == "03_several_calls" and theirs[-1] == "02_bounded_loop"
+    forked = min(ran["02_bounded_loop"])
+    theirs = [line.rsplit(" ", 1)[0].split("/")[1] for line in pids if line.endswith(f" {forked}")]
+    assert (
+        theirs == sorted(theirs, reverse=True) and theirs[0] == "03_several_calls" and theirs[-1] == "02_bounded_loop"
+    )
 
 
 def test_a_run_that_stops_at_its_first_failure_keeps_one_lane(tmp_path: Path) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import struct
 import threading
 import warnings
 from collections import deque
@@ -49,12 +48,12 @@ def lane_limit(config: pytest.Config) -> int:
     at most one more than the machine's cores, and one when the run may stop early (`may_fork`)."""
     if not may_fork(config):
         return 1
-    return max(1, min(config.getoption("sandbox_lanes"), (os.cpu_count() or 1) + 1))
+    return max(1, min(int(config.getoption("sandbox_lanes")), (os.cpu_count() or 1) + 1))
 
 
-def units(config: pytest.Config, items: Sequence[pytest.Item], source_of: Callable[[pytest.Item], Any]) -> list[
-    list[pytest.Item]
-]:  # fmt: skip
+def units(
+    config: pytest.Config, items: Sequence[pytest.Item], source_of: Callable[[pytest.Item], Any]
+) -> list[list[pytest.Item]]:
     """The run's implementations in test order, each with its tests, when the run may grade in several
     lanes; empty when it keeps one (a test that is not a challenge's, implementations interleaved by an
     explicit order of node ids, a single implementation)."""
@@ -151,7 +150,10 @@ class Lanes:
     """A pytest plugin, registered when `units` gave some: it runs the session's test loop."""
 
     def __init__(
-        self, implementations: Sequence[Sequence[pytest.Item]], forked: int, in_child: Callable[[int], Callable[[], None]]
+        self,
+        implementations: Sequence[Sequence[pytest.Item]],
+        forked: int,
+        in_child: Callable[[int], Callable[[], None]],
     ) -> None:
         self.units = [list(unit) for unit in implementations]
         self.forked = max(1, min(forked, len(self.units) - 1))
