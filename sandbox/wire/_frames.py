@@ -77,6 +77,11 @@ class FrameMemo:
         self._frames: dict[Hashable, tuple[tuple[bytes, ...], int]] = {}
         self._bytes = 0
         self._lock = threading.Lock()
+        self.cache_info = self._info
+        """How many entries the memo holds and their bytes."""
+        self.cache_clear = self._clear
+        """Empties the memo (attributes of the memo, not of its class, as a `functools` memo has them:
+        what empties every memo of the sandbox finds them on the instance)."""
 
     def get(self, key: Hashable) -> tuple[bytes, ...] | None:
         found = self._frames.get(key)
@@ -95,11 +100,10 @@ class FrameMemo:
             self._frames[key] = (frames, size)
             self._bytes += size
 
-    def cache_info(self) -> tuple[int, int]:
-        """How many entries the memo holds and their bytes."""
+    def _info(self) -> tuple[int, int]:
         return len(self._frames), self._bytes
 
-    def cache_clear(self) -> None:
+    def _clear(self) -> None:
         with self._lock:
             self._frames.clear()
             self._bytes = 0
