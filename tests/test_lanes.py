@@ -1,6 +1,6 @@
 """Grading lanes (`sandbox.grading.judge._lanes`): a run of several challenges grades them in several
 grader processes, forked once collection is done (the first lane takes the challenges from the first
-on, each other lane the last one left whenever it is free), and reports exactly what one lane
+on, each other lane the one with the most tests left whenever it is free), and reports exactly what one lane
 reports, in the same order: the terminal, `--report`, JUnit XML and the exit status.
 
 Each run here is a `pytest` of a throwaway course of three challenges (one passing, one failing with
@@ -172,8 +172,9 @@ def test_lanes_report_what_one_lane_reports(tmp_path: Path, course: str) -> None
 
 
 def test_a_lane_grades_what_it_claims_in_its_own_order_and_it_is_reported_in_test_order(tmp_path: Path) -> None:
-    """The first lane is held in its first test until the forked lane, done with the last challenge, has
-    taken the middle one: that lane graded 03 then 02, and the run still reports 01, 02, 03."""
+    """The first lane is held in its first test until the forked lane, done with the last challenge (02 and
+    03 have as many tests: the last of them first), has taken the middle one: that lane graded 03 then 02,
+    and the run still reports 01, 02, 03."""
     _course(tmp_path, COURSES["a failing challenge in the second lane"])
     one, _ = _grade(tmp_path, 1)
     held, pids = _grade(tmp_path, 2, hold="02_bounded_loop")

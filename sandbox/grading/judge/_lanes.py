@@ -10,7 +10,8 @@ challenge (`sandbox check N`, `sandbox watch`) stays in one lane.
 Who grades what: each challenge is graded whole in one lane, in order, by the same code, with its own
 worker, deadlines and hypothesis examples, so its verdicts are those of a one-lane run. This lane
 takes the challenges from the first on; each forked lane, when it is free, asks this one for the
-last challenge nobody took (`_Claims`), so the split follows how long each challenge really takes.
+challenge with the most tests nobody took (`_Claims`), so the split follows how long each challenge
+really takes, and what is left for the end is small.
 A forked lane is a grader, not learner code: it is forked from this process (pytest, the collection
 and the harness already loaded) before any learner code runs, adopts a zygote of its own, and sends
 back only pytest's serialized reports (`pytest_report_to_serializable`) over a pipe no worker
@@ -98,31 +99,32 @@ def may_fork(config: pytest.Config) -> bool:
 
 
 class _Claims:
-    """Who grades which implementation: this lane takes them from the first on, each forked lane the last
-    one left when it asks. Both ends move towards each other, so whatever is left is contiguous."""
+    """Who grades which implementation. This lane takes them in test order (it reports as it grades, so it
+    can only grade the next one); each forked lane, when it asks, the one with the most tests that nobody
+    took (the last of those), so what is left for the end is small and the lanes end together."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, sizes: Sequence[int]) -> None:
         self._lock = threading.Lock()
-        self._front = 0
-        self._back = count - 1
-        self.owner: list[int | None] = [None] * count
+        self._sizes = list(sizes)
+        self.owner: list[int | None] = [None] * len(sizes)
         """The lane grading each implementation: 0 for this one, K for the K-th forked lane."""
+        self.owner[0] = 0  # before any lane can ask: the first lane starts at once, with the first one
 
     def here(self, unit: int) -> bool:
-        """Take `unit` for this lane, if no forked lane took it."""
+        """Take `unit` for this lane, if no forked lane took it (this lane asks in test order)."""
         with self._lock:
-            if unit != self._front or unit > self._back:
+            if self.owner[unit] not in (None, 0):
                 return False
-            self._front += 1
             self.owner[unit] = 0
             return True
 
-    def last(self, lane: int) -> int:
-        """The last implementation nobody took, now `lane`'s; -1 when none is left."""
+    def largest(self, lane: int) -> int:
+        """The implementation with the most tests nobody took, now `lane`'s; -1 when none is left."""
         with self._lock:
-            if self._back < self._front:
+            left = [unit for unit, owner in enumerate(self.owner) if owner is None]
+            if not left:
                 return -1
-            unit, self._back = self._back, self._back - 1
+            unit = max(left, key=lambda unit: (self._sizes[unit], unit))
             self.owner[unit] = lane
             return unit
 
@@ -159,7 +161,7 @@ class Lanes:
         self.forked = max(1, min(forked, len(self.units) - 1))
         self._in_child = in_child
         """Makes the K-th forked process a grader of its own (its own zygote); returns what ends it."""
-        self._claims = _Claims(len(self.units))
+        self._claims = _Claims([len(unit) for unit in self.units])
         self._lanes: list[_Lane] = []
         self._changed = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -280,7 +282,7 @@ class Lanes:
     def _take(self, lane: _Lane, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == CLAIM:
-            unit = self._claims.last(lane.number)
+            unit = self._claims.largest(lane.number)
             with self._changed:
                 lane.current = unit
             try:
