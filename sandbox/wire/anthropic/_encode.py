@@ -24,6 +24,7 @@ from .._base import (
     stable_token,
     unique_token,
 )
+from .._frames import FrameMemo, content_key
 from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import ERROR_TYPES, WIRE_STOP, wire_blocks
 from ._reasoning import stream_deltas, stream_start
@@ -73,25 +74,24 @@ def _stop_sequence(turn: ModelTurn, conversation: Conversation) -> str | None:
     return sequences[0] if isinstance(sequences, list) and sequences else None
 
 
-def _usage(turn: ModelTurn, output_tokens: int, *, full: bool = True) -> dict[str, Any]:
+def _usage(turn: ModelTurn, output_tokens: int) -> dict[str, Any]:
     """Usage as 2026 traffic has it (reference A.3, A.4 "Newer fields"): the body and
     `message_start` break `cache_creation` down and name the `service_tier`; `message_delta`
-    carries the counts only. The non-streamed body of 2026 keeps `cache_creation` (vercel/ai
+    carries the counts only (`encode_stream`). The non-streamed body of 2026 keeps `cache_creation` (vercel/ai
     `anthropic/src/__fixtures__/issue-13430-thinking-tool-call.json`, claude-sonnet-4-6; the older
     pydantic-ai `test_anthropic_extended_thinking_with_tool_use.yaml`, claude-sonnet-4, predates it)
-    and breaks the thinking out of `output_tokens` in `output_tokens_details.thinking_tokens`."""
+    and breaks the thinking out of `output_tokens` in `output_tokens_details.thinking_tokens`.
+    `_usage_text` writes the same object as text."""
     usage: dict[str, Any] = {
         "input_tokens": turn.usage.input_tokens,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": output_tokens,
     }
-    if full:
-        usage["cache_creation"] = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
-    usage["output_tokens"] = output_tokens
-    if full and turn.reasoning_tokens and output_tokens >= turn.reasoning_tokens:
+    if turn.reasoning_tokens and output_tokens >= turn.reasoning_tokens:
         usage["output_tokens_details"] = {"thinking_tokens": turn.reasoning_tokens}
-    if full:
-        usage["service_tier"] = "standard"
+    usage["service_tier"] = "standard"
     return usage
 
 
@@ -113,47 +113,64 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, d
     parts that change, and what kept state stores of it (the message's `id` and `content`)."""
     message_id = _message_id(turn)
     content = _response_blocks(turn.message)
-    output_tokens = turn.usage.output_tokens
-    thinking = turn.reasoning_tokens
-    details = ""
-    if thinking and output_tokens >= thinking:
-        details = f',"output_tokens_details":{{"thinking_tokens":{thinking}}}'
     body = (
         f'{{"model":{quote(conversation.model)},"id":"{message_id}","type":"message","role":"assistant",'
         f'"content":{dumps(content)},"stop_reason":{dumps(_stop(turn))},'
-        f'"stop_sequence":{dumps(_stop_sequence(turn, conversation))},"usage":{{"input_tokens":'
-        f'{turn.usage.input_tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":'
-        f'{{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0}},"output_tokens":{output_tokens}{details},'
-        '"service_tier":"standard"}}'
+        f'"stop_sequence":{dumps(_stop_sequence(turn, conversation))},'
+        f'"usage":{_usage_text(turn, turn.usage.output_tokens)}}}'
     )
     return to_bytes(body), {"id": message_id, "content": content}
 
 
+def _usage_text(turn: ModelTurn, output_tokens: int) -> str:
+    """`dumps(_usage(turn, output_tokens))`, written from the figures."""
+    thinking = turn.reasoning_tokens
+    details = ""
+    if thinking and output_tokens >= thinking:
+        details = f',"output_tokens_details":{{"thinking_tokens":{thinking}}}'
+    return (
+        f'{{"input_tokens":{turn.usage.input_tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,'
+        f'"cache_creation":{{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0}},'
+        f'"output_tokens":{output_tokens}{details},"service_tier":"standard"}}'
+    )
+
+
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """The recorded order (reference A.4): a ping after the first block starts, each tool block
-    opening with `input: {}` and an empty `input_json_delta`, arguments in many fragments."""
-    message: dict[str, Any] = {
-        "model": conversation.model,
-        "id": _message_id(turn),
-        "type": "message",
-        "role": "assistant",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": _usage(turn, min(turn.usage.output_tokens, 1)),
-    }
-    frames = [_frame("message_start", {"message": message})]
-    for index, block in enumerate(_response_blocks(turn.message)):
+    opening with `input: {}` and an empty `input_json_delta`, arguments in many fragments. The
+    blocks' frames are the same for every answer of the step and come from `_MEMO` (see
+    `sandbox.wire._frames`); `message_start` (the answer's id, the usage) and `message_delta` (the
+    usage) are written per answer, as `_frame` writes them."""
+    content = content_key(turn.message.content)
+    blocks = None if content is None else _MEMO.get(content[0])
+    if blocks is None:
+        blocks = _blocks_frames(turn.message)
+        if content is not None:
+            _MEMO.put(content[0], blocks, content[1])
+    start = (
+        f'event: message_start\ndata: {{"type":"message_start","message":{{"model":{quote(conversation.model)},'
+        f'"id":"{_message_id(turn)}","type":"message","role":"assistant","content":[],"stop_reason":null,'
+        f'"stop_sequence":null,"usage":{_usage_text(turn, min(turn.usage.output_tokens, 1))}}}}}\n\n'
+    )
+    usage = turn.usage
+    delta = (
+        f'event: message_delta\ndata: {{"type":"message_delta","delta":{{"stop_reason":{dumps(_stop(turn))},'
+        f'"stop_sequence":{dumps(_stop_sequence(turn, conversation))}}},"usage":{{"input_tokens":'
+        f'{usage.input_tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,'
+        f'"output_tokens":{usage.output_tokens}}}}}\n\n'
+    )
+    return [to_bytes(start), *blocks, to_bytes(delta), _STOP]
+
+
+def _blocks_frames(message: Message) -> tuple[bytes, ...]:
+    """Every content block's frames, the ping after the first block's start (where C3 has it)."""
+    frames: list[bytes] = []
+    for index, block in enumerate(_response_blocks(message)):
         block_frames = _block_frames(index, block)
-        if index == 0:  # where C3 has it: right after the first block starts
+        if index == 0:
             block_frames.insert(1, _PING)
         frames += block_frames
-    delta = {"stop_reason": _stop(turn), "stop_sequence": _stop_sequence(turn, conversation)}
-    frames.append(
-        _frame("message_delta", {"delta": delta, "usage": _usage(turn, turn.usage.output_tokens, full=False)})
-    )
-    frames.append(_STOP)
-    return frames
+    return tuple(frames)
 
 
 def _frame(name: str, payload: dict[str, Any]) -> bytes:
@@ -183,6 +200,8 @@ def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
 
 _PING = sse_frame(dumps({"type": "ping"}), event="ping")
 _STOP = _frame("message_stop", {})
+_MEMO = FrameMemo()
+"""A step's content block frames (`_blocks_frames`), by the turn's parts."""
 
 
 @functools.lru_cache(maxsize=64)

@@ -6,6 +6,7 @@ reads no request bytes.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..._types import (
@@ -20,8 +21,9 @@ from .._base import (
     split_fragments,
     stable_token,
 )
+from .._frames import FrameMemo, content_key
 from .._sse import dumps, quote, to_bytes
-from ._client import encode_part, fake_part
+from ._client import _plain, encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
 
 __all__ = ["answer_headers", "encode_answer", "encode_response", "encode_stream", "error"]
@@ -34,6 +36,8 @@ _STATUS_NAMES = {
     503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
 }  # fmt: skip
 _GOOGLE_STATUSES = {*_STATUS_NAMES.values(), "UNKNOWN", "FAILED_PRECONDITION", "OUT_OF_RANGE", "ALREADY_EXISTS"}
+_MEMO = FrameMemo()
+"""A step's chunks up to their shared fields (`_heads`), by the turn's parts and its stop reason."""
 _BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -47,11 +51,11 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 
 def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, None]:
     """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from its
-    parts as a stream's frames are (`_frames`); kept state stores nothing of a Gemini answer."""
+    parts as a stream's frames are (`_heads`); kept state stores nothing of a Gemini answer."""
     parts = encode_parts(turn.message.content, fake_part)
     content = f'{{"parts":{dumps(parts)},"role":"model"}}' if parts else '{"role":"model"}'
     finish = dumps(_finish(turn))[1:-1]
-    fields = dumps(_response_fields(turn, conversation))[1:]
+    fields = _fields_text(turn, conversation)
     return to_bytes(f'{{"candidates":[{{"content":{content},{finish},"index":0}}],{fields}'), None
 
 
@@ -60,22 +64,51 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     final chunk (Gemini neither splits arguments nor spreads parallel calls over chunks, and
     google-genai's chat keeps each chunk as its own history turn), `finishReason` on the last.
     A thinking model's call chunk carries the signature and no `finishReason`; an empty text part
-    follows with it, the Gemini 3 shape."""
+    follows with it, the Gemini 3 shape. Every chunk ends with the same fields (the usage, which counts
+    the request); what comes before them is the same for every answer of the step and comes from
+    `_MEMO` (see `sandbox.wire._frames`)."""
+    content = content_key(turn.message.content, _arguments_text)
+    key = None if content is None else (content[0], turn.stop_reason, turn.raw_stop_reason)
+    heads = None if key is None else _MEMO.get(key)
+    if heads is None:
+        heads = _heads(turn)
+        if key is not None and content is not None:
+            _MEMO.put(key, heads, content[1])
+    tail = to_bytes(f',"index":0}}],{_fields_text(turn, conversation)}\r\n\r\n')
+    return [head + tail for head in heads]
+
+
+def _arguments_text(arguments: Mapping[str, Any]) -> str:
+    """A call's arguments as a Gemini `functionCall` writes them (`encode_part`'s `args`)."""
+    return dumps(_plain(arguments))
+
+
+def _heads(turn: ModelTurn) -> tuple[bytes, ...]:
+    """Each chunk's bytes up to its `index`, the finish reason on the last."""
     if turn.message.reasoning():
-        return _thinking_stream(turn, conversation)
-    chunks = [  # each chunk's parts as JSON text
-        f'[{{"text":{quote(fragment)}}}]'
-        for part in turn.message.content
-        if isinstance(part, Text)
-        for fragment in split_fragments(part.text)
-    ]
-    calls = [encode_part(part) for part in turn.message.tool_calls()]
-    if calls or not chunks:
-        chunks.append(dumps(calls or [{"text": ""}]))  # the finishReason needs a chunk to ride on
-    return _frames(chunks, turn, conversation)
+        chunks = _thinking_chunks(turn)
+    else:
+        chunks = [  # each chunk's parts as JSON text
+            f'[{{"text":{quote(fragment)}}}]'
+            for part in turn.message.content
+            if isinstance(part, Text)
+            for fragment in split_fragments(part.text)
+        ]
+        calls = [encode_part(part) for part in turn.message.tool_calls()]
+        if calls or not chunks:
+            chunks.append(dumps(calls or [{"text": ""}]))  # the finishReason needs a chunk to ride on
+    # Each frame is the JSON text `dumps` writes for `{"candidates": [candidate], **fields}`, put
+    # together from the parts that change, as `sse_frame` writes it, with Gemini's CRLF.
+    last = "," + dumps(_finish(turn))[1:-1]
+    final = len(chunks) - 1
+    start = 'data: {"candidates":[{"content":{"parts":'
+    return tuple(
+        to_bytes(f'{start}{parts},"role":"model"}}{last if number == final else ""}')
+        for number, parts in enumerate(chunks)
+    )
 
 
-def _thinking_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+def _thinking_chunks(turn: ModelTurn) -> list[str]:
     thoughts = [part for part in turn.message.reasoning() if is_thought(part)]
     texts = [part for part in turn.message.content if isinstance(part, Text)]
     chunks = [dumps([part.data()]) for part in thoughts]
@@ -85,7 +118,7 @@ def _thinking_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]
     if calls:
         chunks.append(dumps(calls))
     chunks.append('[{"text":""}]')
-    return _frames(chunks, turn, conversation)
+    return chunks
 
 
 def error(
@@ -133,23 +166,6 @@ _FINISH = {
 }
 
 
-def _frames(chunks: list[str], turn: ModelTurn, conversation: Conversation) -> list[bytes]:
-    """One SSE frame per chunk of parts (each the JSON text of its parts); the last carries the finish
-    reason."""
-    # Each frame is the JSON text `dumps` writes for `{"candidates": [candidate], **fields}`, put
-    # together from the parts that change (the fields are the same in every frame).
-    tail = ',"index":0}],' + dumps(_response_fields(turn, conversation))[1:]
-    last = "," + dumps(_finish(turn))[1:-1]
-    final = len(chunks) - 1
-    return [  # each frame as `sse_frame` writes it, with Gemini's CRLF
-        to_bytes(
-            f'data: {{"candidates":[{{"content":{{"parts":{parts},"role":"model"}}'
-            f"{last if number == final else ''}{tail}\r\n\r\n"
-        )
-        for number, parts in enumerate(chunks)
-    ]
-
-
 def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
     """`usageMetadata`, `modelVersion` and `responseId` as Gemini 3 sends them (pydantic-ai
     `test_google/test_google_streaming_tool_call_thought_signature.yaml`): the thoughts counted apart
@@ -170,6 +186,18 @@ def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, A
         "modelVersion": conversation.model,
         "responseId": stable_token(turn.seed, 23, _B64URL),
     }
+
+
+def _fields_text(turn: ModelTurn, conversation: Conversation) -> str:
+    """`dumps(_response_fields(turn, conversation))` without its opening brace, written from the figures."""
+    usage = turn.usage
+    thoughts = f',"thoughtsTokenCount":{turn.reasoning_tokens}' if turn.reasoning_tokens else ""
+    return (
+        f'"usageMetadata":{{"promptTokenCount":{usage.input_tokens},'
+        f'"candidatesTokenCount":{usage.output_tokens - turn.reasoning_tokens},"totalTokenCount":{usage.total_tokens},'
+        f'"promptTokensDetails":[{{"modality":"TEXT","tokenCount":{usage.input_tokens}}}]{thoughts}}},'
+        f'"modelVersion":{quote(conversation.model)},"responseId":"{stable_token(turn.seed, 23, _B64URL)}"}}'
+    )
 
 
 def answer_headers(request_digest: str, *, stream: bool) -> dict[str, str]:

@@ -19,6 +19,7 @@ from .._base import (
     stable_token,
     unique_token,
 )
+from .._frames import FrameMemo, content_key
 from .._openai import openai_error
 from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import encode_call
@@ -89,8 +90,35 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
 
     A lone call opens inside the role chunk (the single-call recording); several calls each open
     in a chunk of their own after a bare role chunk (the parallel recording); calls never interleave.
+    Every chunk starts with the answer's id; what follows it is the same for every answer of the step
+    and comes from `_MEMO` (see `sandbox.wire._frames`), the usage figures put in per answer.
     """
-    head = _envelope(turn, conversation, "chat.completion.chunk")
+    options = conversation.raw.get("stream_options")
+    usage = isinstance(options, Mapping) and options.get("include_usage") is True
+    model = conversation.model
+    finish = _finish_reason(turn, conversation)
+    content = content_key(turn.message.content)
+    key = None if content is None else (content[0], model, finish, usage)
+    tails = None if key is None else _MEMO.get(key)
+    if tails is None:
+        tails = _tails(turn, model, finish, usage)
+        if key is not None and content is not None:
+            _MEMO.put(key, tails, content[1] + len(model))
+    head = b'data: {"id":"' + _completion_id(turn).encode()
+    frames = [head + tail for tail in tails]
+    if usage:  # the last chunk's usage, which counts the request
+        figures = turn.usage
+        frames[-1] += (
+            f'{figures.input_tokens},"completion_tokens":{figures.output_tokens},'
+            f'"total_tokens":{figures.total_tokens},{_USAGE_DETAILS}}}}}\n\n'
+        ).encode()
+    frames.append(_DONE)
+    return frames
+
+
+def _tails(turn: ModelTurn, model: str, finish: str, usage: bool) -> tuple[bytes, ...]:
+    """Each chunk's bytes after its answer's id, and with `usage` the usage chunk's up to its first
+    figure: what every answer of the step sends alike."""
     calls = turn.message.tool_calls()
     text = turn.message.text()
     deltas: list[str] = []  # each chunk's `delta`, as JSON text
@@ -115,20 +143,21 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
             f'{{"tool_calls":[{{"index":{index},"function":{{"arguments":{quote(fragment)}}}}}]}}'
             for fragment in split_fragments(arguments)
         ]
-    options = conversation.raw.get("stream_options")
-    usage = isinstance(options, Mapping) and options.get("include_usage") is True
-    # Every chunk is `head` with its `choices` (and, with usage asked for, `"usage": null` until the
-    # last one carries it: pydantic-ai cassette test_openai/test_run_stream_sync_streams_real_model.yaml,
-    # 2026): the JSON text `dumps` writes for that object, put together from the parts that change.
-    start = dumps(head)[:-1] + ',"choices":[{"index":0,"delta":'
+    # Every chunk is `_envelope`'s fields with its `choices` (and, with usage asked for, `"usage": null`
+    # until the last one carries it: pydantic-ai cassette test_openai/test_run_stream_sync_streams_real_model.yaml,
+    # 2026): the JSON text `dumps` writes for that object (after the id), put together from the parts that change.
+    fields = (
+        f'","object":"chat.completion.chunk","created":{CREATED_AT},"model":{quote(model)},'
+        f'"service_tier":"default","system_fingerprint":"{_fingerprint(model)}"'
+    )
+    start = f'{fields},"choices":[{{"index":0,"delta":'
     end = ',"usage":null}' if usage else "}"
     # each frame as `sse_frame` writes it
-    frames = [to_bytes(f'data: {start}{delta},"logprobs":null,"finish_reason":null}}]{end}\n\n') for delta in deltas]
-    finish = dumps(_finish_reason(turn, conversation))
-    frames.append(sse_frame(f'{start}{{}},"logprobs":null,"finish_reason":{finish}}}]{end}'))
+    tails = [f'{start}{delta},"logprobs":null,"finish_reason":null}}]{end}\n\n' for delta in deltas]
+    tails.append(f'{start}{{}},"logprobs":null,"finish_reason":{dumps(finish)}}}]{end}\n\n')
     if usage:
-        frames.append(sse_frame(dumps({**head, "choices": [], "usage": _encode_usage(turn.usage)})))
-    return [*frames, _DONE]
+        tails.append(f'{fields},"choices":[],"usage":{{"prompt_tokens":')
+    return tuple(map(to_bytes, tails))
 
 
 def error(
@@ -198,5 +227,8 @@ def _call_text(call: ToolCall) -> str:
 
 
 _DONE = sse_frame("[DONE]")
+_MEMO = FrameMemo()
+"""A step's chunks after their id (`_tails`), by the turn's parts, the model, the finish reason and
+whether usage was asked for."""
 _USAGE_DETAILS = dumps({key: value for key, value in _encode_usage(Usage()).items() if key.endswith("_details")})[1:-1]
 """The usage's fixed breakdowns as JSON text (`"prompt_tokens_details":{...},...`), written once."""

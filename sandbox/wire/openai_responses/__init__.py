@@ -9,8 +9,8 @@ folds the assistant items that follow each other back into one assistant message
 This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
 `_client` (the skyl client: items out, response in, whole or streamed), `_validate` (the API's
 texts and field checks) and `_parse` (one walk over a request, in the API's order; `_fast` the same
-walk in one pass for the shapes clients send), `_encode` (the response object and its event
-stream), `_reasoning` (reasoning items and their echo rules).
+walk in one pass for the shapes clients send), `_encode` (the response object), `_stream` (its
+event stream), `_reasoning` (reasoning items and their echo rules).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from ..._types import Reasoning
 from .._base import Conversation, ModelTurn, stable_token
 from .._bound import Bound, Jobs
 from .._openai import openai_request_headers
-from . import _client, _encode, _parse, _reasoning
-from ._chain import Walked, walk_answer
+from . import _client, _encode, _parse, _reasoning, _stream
+from ._chain import LaterWalk, Walked, walk_answer
 from ._parse import parse_continuing
 from ._validate import wire_error
 
-__all__ = ["WIRE", "OpenAIResponses", "Walked", "parse_continuing", "walk_answer"]
+__all__ = ["WIRE", "LaterWalk", "OpenAIResponses", "Walked", "parse_continuing", "walk_answer"]
 
 
 class OpenAIResponses(Bound):
@@ -41,7 +41,7 @@ class OpenAIResponses(Bound):
         decode_response=_client.decode_response,
         stream_decoder=_client.ResponsesStreamDecoder,
         encode_response=_encode.encode_response,
-        encode_stream=_encode.encode_stream,
+        encode_stream=_stream.encode_stream,
         error=wire_error,
         encode_answer=_encode.encode_answer,
     )
@@ -59,7 +59,7 @@ class OpenAIResponses(Bound):
     def encode_stream_answer(
         self, turn: ModelTurn, conversation: Conversation
     ) -> tuple[list[bytes], dict[str, Any] | None]:
-        return _encode.stream_answer(turn, conversation)
+        return _stream.stream_answer(turn, conversation)
 
     def reasoning_parts(
         self, seed: str, thought: str, conversation: Conversation, *, redacted: bool, acting: bool

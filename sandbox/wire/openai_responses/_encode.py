@@ -1,5 +1,6 @@
-"""The fake side's answer in the Responses API: the response object and its SSE stream of events.
-Touches only a rendered `ModelTurn` and the request's `Conversation`; it reads no request bytes.
+"""The fake side's answer in the Responses API: the response object, whole or as the texts a stream
+sends (`_stream` writes the stream's events). Touches only a rendered `ModelTurn` and the request's
+`Conversation`; it reads no request bytes.
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ from .._base import (
     CREATED_AT,
     Conversation,
     ModelTurn,
-    split_fragments,
-    stable_token,
 )
-from .._sse import dumps, quote, sse_frame, to_bytes
+from .._sse import dumps, quote, to_bytes
 from ._ids import item_id_for, response_id
-from ._reasoning import stream_item
+from ._memo import Memo
 
-__all__ = ["encode_answer", "encode_response", "encode_stream", "stream_answer"]
+__all__ = ["Answer", "encode_answer", "encode_response", "refusal_part", "text_part"]
 
 _STATUSES = ("completed", "failed", "in_progress", "cancelled", "queued", "incomplete")
-_TERMINAL_EVENTS = {"incomplete": "response.incomplete", "failed": "response.failed"}
 
 
 def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, Any]:
@@ -53,12 +51,64 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, d
     """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from the
     parts that change, and what kept state stores of it: the response's `id`, its `output` items, and
     their `output_bytes` as it stores them."""
-    answer = _Answer(turn, conversation)
+    answer = Answer(turn, conversation)
     return to_bytes(answer.text()), answer.kept()
 
 
+_ECHOES: Memo[tuple[str, str, str]] = Memo(entries=256, max_bytes=2 * 1024 * 1024, largest=64 * 1024)
+"""The JSON text of the request's echoed fields -> `Answer`'s texts of them (see `_echoed`)."""
+_ECHOED = (
+    "instructions",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "reasoning",
+    "store",
+    "temperature",
+    "tool_choice",
+    "tools",
+)
+"""The request fields an answer echoes (with the model, and whether the answer reasons), but the
+ids of stored state (`previous_response_id`, `conversation`): a request naming one is not memoised,
+as its echo names one sender's state and few other requests share it."""
+
+
+def _echoed(conversation: Conversation, *, reasoning: bool) -> tuple[str, str, str]:
+    """The texts of what an answer echoes of its request, around its status, its output and its usage:
+    a pure function of the echoed fields' JSON text, the model and whether the answer reasons
+    (`conversation.tools` is the reading of `tools`), so a room's requests with the same options and
+    tools (every learner's, every round of a loop) have them written once. The key is JSON text, not
+    the values, as `1` and `1.0` (and `true`) are equal keys and different echoes."""
+    raw = conversation.raw
+    key = None
+    if raw.get("previous_response_id") is None and raw.get("conversation") is None:
+        key = dumps([conversation.model, reasoning, *[raw.get(name) for name in _ECHOED]])
+        found = _ECHOES.get(key)
+        if found is not None:
+            return found
+    named = raw.get("conversation")
+    named = named.get("id") if isinstance(named, Mapping) else named
+    added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
+    settings = dumps(_reasoning_settings(raw, reasoning=reasoning))
+    texts = (
+        f',"background":false,{added}"error":null,"incomplete_details":',
+        f',"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
+        f'"model":{quote(conversation.model)},"output":',
+        f',"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
+        f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{settings},'
+        f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
+        f'"temperature":{_json(_echo(raw, "temperature", 1.0))},"text":{{"format":{{"type":"text"}}}},'
+        f'"tool_choice":{_json(_echo(raw, "tool_choice", "auto"))},"tools":{dumps(_echo_tools(conversation))},'
+        '"top_p":1.0,"truncation":"disabled","usage":',
+    )
+    if key is not None:
+        _ECHOES.put(key, texts, len(key) + sum(map(len, texts)) + 200)
+    return texts
+
+
 def _json(value: Any) -> str:
-    """`dumps(value)`, the constants without a call."""
+    """`dumps(value)`, the constants and strings without an encoder call."""
+    if type(value) is str:
+        return quote(value)
     if value is None:
         return "null"
     if value is True:
@@ -68,36 +118,18 @@ def _json(value: Any) -> str:
     return dumps(value)
 
 
-class _Answer:
+class Answer:
     """One answer's response object as JSON text, fields in `_response_object`'s order: what `dumps`
     writes for `encode_response`'s object, and for its in-progress copy a stream sends first, put
     together from the fields' texts, each written once."""
 
     def __init__(self, turn: ModelTurn, conversation: Conversation) -> None:
-        raw = conversation.raw
         self.status, incomplete = _status(turn)
-        self.output = _output_items(turn)
-        self.items = dumps(self.output)
+        self.output, self.items = _output(turn)
         self.id = response_id(turn.response_seed, turn.seed)
-        named = raw.get("conversation")
-        named = named.get("id") if isinstance(named, Mapping) else named
-        added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
-        reasoning = dumps(_reasoning_settings(raw, reasoning=bool(turn.message.reasoning())))
         self._head = f'{{"id":"{self.id}","object":"response","created_at":{CREATED_AT},"status":'
-        self._state = f',"background":false,{added}"error":null,"incomplete_details":'
         self._incomplete = _json(incomplete)
-        self._fields = (
-            f',"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
-            f'"model":{quote(conversation.model)},"output":'
-        )
-        self._rest = (
-            f',"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
-            f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{reasoning},'
-            f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
-            f'"temperature":{_json(_echo(raw, "temperature", 1.0))},"text":{{"format":{{"type":"text"}}}},'
-            f'"tool_choice":{_json(_echo(raw, "tool_choice", "auto"))},"tools":{dumps(_echo_tools(conversation))},'
-            '"top_p":1.0,"truncation":"disabled","usage":'
-        )
+        self._state, self._fields, self._rest = _echoed(conversation, reasoning=bool(turn.message.reasoning()))
         usage = turn.usage
         self._usage = (
             f'{{"input_tokens":{usage.input_tokens},"input_tokens_details":{{"cached_tokens":0,"cache_write_tokens":0}},'
@@ -123,31 +155,6 @@ class _Answer:
         return {"id": self.id, "output": self.output, "output_bytes": self.items[1:-1].encode("utf-8", "surrogatepass")}
 
 
-def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
-    """created, in_progress, each item's events, then the terminal event holding the full response."""
-    return stream_answer(turn, conversation)[0]
-
-
-def stream_answer(turn: ModelTurn, conversation: Conversation) -> tuple[list[bytes], dict[str, Any]]:
-    """`encode_stream`'s frames, and what kept state stores of the response they hold (`_Answer.kept`)."""
-    answer = _Answer(turn, conversation)
-    pending = _Encoded(answer.pending())
-    # Seeded by the step, not the response id: the padding is no id, and an answer's bytes may differ
-    # from another's only in the ids that name it (the README's determinism promise).
-    writer = _StreamWriter(turn.seed, obfuscate=_obfuscates(conversation.raw))
-    writer.emit("response.created", response=pending)
-    writer.emit("response.in_progress", response=pending)
-    for index, item in enumerate(answer.output):
-        if item["type"] == "function_call":
-            _stream_call(writer, index, item)
-        elif item["type"] == "reasoning":
-            stream_item(writer.emit, index, item)
-        else:
-            _stream_message(writer, index, item)
-    writer.emit(_TERMINAL_EVENTS.get(answer.status, "response.completed"), response=_Encoded(answer.text()))
-    return writer.frames, answer.kept()
-
-
 # -- fake side --------------------------------------------------------------------------------------
 
 
@@ -163,21 +170,27 @@ def _status(turn: ModelTurn) -> tuple[str, dict[str, str] | None]:
 
 def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
     """One message item per run of text (refusal parts for a REFUSAL turn), one item per call."""
+    return _output(turn)[0]
+
+
+def _output(turn: ModelTurn) -> tuple[list[dict[str, Any]], str]:
+    """`_output_items`, and the text `dumps` writes for them, written as they are made: the part texts
+    are quoted once each, and a reasoning item's text is its part's payload (the same encoder's)."""
     items: list[dict[str, Any]] = []
+    written: list[str] = []
     texts: list[str] = []
     refusal = turn.stop_reason is StopReason.REFUSAL
 
     def flush() -> None:
         if texts:
-            content = [_refusal_part(text) if refusal else _text_part(text) for text in texts]
+            content = [refusal_part(text) if refusal else text_part(text) for text in texts]
+            item_id = item_id_for("msg", turn.seed, f"message:{len(items)}")
             items.append(
-                {
-                    "id": item_id_for("msg", turn.seed, f"message:{len(items)}"),
-                    "type": "message",
-                    "status": "completed",
-                    "content": content,
-                    "role": "assistant",
-                }
+                {"id": item_id, "type": "message", "status": "completed", "content": content, "role": "assistant"}
+            )
+            parts = ",".join((_REFUSAL if refusal else _OUTPUT_TEXT) + quote(text) + "}" for text in texts)
+            written.append(
+                f'{{"id":{quote(item_id)},"type":"message","status":"completed","content":[{parts}],"role":"assistant"}}'
             )
             texts.clear()
 
@@ -187,28 +200,36 @@ def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
         elif isinstance(part, Reasoning):
             flush()
             items.append(part.data())
+            written.append(part.payload)
         elif isinstance(part, ToolCall):
             flush()
             item_id = part.meta.get("item_id")
-            items.append(
-                {
-                    "id": item_id if isinstance(item_id, str) else item_id_for("fc", turn.seed, f"call:{len(items)}"),
-                    "type": "function_call",
-                    "status": "completed",
-                    "arguments": dumps(dict(part.arguments)),
-                    "call_id": part.id,
-                    "name": part.name,
-                }
+            item = {
+                "id": item_id if isinstance(item_id, str) else item_id_for("fc", turn.seed, f"call:{len(items)}"),
+                "type": "function_call",
+                "status": "completed",
+                "arguments": dumps(dict(part.arguments)),
+                "call_id": part.id,
+                "name": part.name,
+            }
+            items.append(item)
+            written.append(
+                f'{{"id":{_json(item["id"])},"type":"function_call","status":"completed","arguments":'
+                f'{quote(item["arguments"])},"call_id":{_json(part.id)},"name":{_json(part.name)}}}'
             )
     flush()
-    return items
+    return items, f"[{','.join(written)}]"
 
 
-def _text_part(text: str) -> dict[str, Any]:
+_OUTPUT_TEXT = '{"type":"output_text","annotations":[],"logprobs":[],"text":'
+_REFUSAL = '{"type":"refusal","refusal":'
+
+
+def text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
 
 
-def _refusal_part(text: str) -> dict[str, Any]:
+def refusal_part(text: str) -> dict[str, Any]:
     return {"type": "refusal", "refusal": text}
 
 
@@ -299,94 +320,3 @@ def _reasoning_settings(raw: Mapping[str, Any], *, reasoning: bool) -> dict[str,
         "effort": effort if isinstance(effort, str) else ("medium" if reasoning else None),
         "summary": summary if isinstance(summary, str) else None,
     }
-
-
-class _Encoded(str):
-    """A field's value as JSON text already (a response object a stream sends more than once)."""
-
-
-class _StreamWriter:
-    """Numbers events from 0 and frames them as `event:` + `data:` pairs.
-
-    Every `delta` travels with an `obfuscation` of random characters that pads it to 16 (both
-    recordings: vercel/ai `issue-19493-gpt-5.1-tool-call.chunks.txt` and
-    `openai-reasoning-encrypted-content.1.chunks.txt`, where each delta and its obfuscation add up to
-    16 characters), unless the request turned it off with `stream_options.include_obfuscation: false`.
-    An event's JSON is the text `dumps` writes for `{"type", "sequence_number", **fields}` (an
-    obfuscation right after its delta), put together from its fields' texts: a value the stream sends
-    more than once is written once (`_Encoded`), and a delta's other fields once per item (`delta`).
-    """
-
-    def __init__(self, seed: str, *, obfuscate: bool) -> None:
-        self.frames: list[bytes] = []
-        self._seed = seed
-        self._obfuscate = obfuscate
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        number = len(self.frames)
-        text = [f'{{"type":"{kind}","sequence_number":{number}']
-        for key, value in fields.items():
-            text.append(f',"{key}":{value if isinstance(value, _Encoded) else dumps(value)}')
-            if key == "delta" and isinstance(value, str):
-                text.append(self._obfuscation(number, value))
-        text.append("}")
-        self.frames.append(sse_frame("".join(text), event=kind))
-
-    def delta(self, kind: str, ids: str, fragment: str, after: str = "") -> None:
-        """`emit(kind, **ids, delta=fragment, **after)` with the JSON text of `ids` (`,"item_id":...`) and
-        `after` (`,"logprobs":[]`) written by the caller once for all of an item's deltas."""
-        number = len(self.frames)
-        obfuscation = self._obfuscation(number, fragment)
-        data = f'{{"type":"{kind}","sequence_number":{number}{ids},"delta":{quote(fragment)}{obfuscation}{after}}}'
-        self.frames.append(sse_frame(data, event=kind))
-
-    def _obfuscation(self, number: int, delta: str) -> str:
-        if not self._obfuscate:
-            return ""
-        # The token's alphabet is letters and digits: its JSON string needs no escapes.
-        return f',"obfuscation":"{stable_token(f"{self._seed}:{number}", 16 - len(delta) % 16)}"'
-
-
-def _obfuscates(raw: Mapping[str, Any]) -> bool:
-    options = raw.get("stream_options")
-    return not (isinstance(options, Mapping) and options.get("include_obfuscation") is False)
-
-
-def _stream_call(writer: _StreamWriter, index: int, item: dict[str, Any]) -> None:
-    ids = {"item_id": item["id"], "output_index": index}
-    writer.emit(
-        "response.output_item.added",
-        output_index=index,
-        item={**item, "status": "in_progress", "arguments": ""},
-    )
-    written = f',"item_id":{dumps(item["id"])},"output_index":{index}'
-    for fragment in split_fragments(item["arguments"]):
-        writer.delta("response.function_call_arguments.delta", written, fragment)
-    # No `name` here: the real event carries the item id and the arguments only (openai 3.57
-    # ResponseFunctionCallArgumentsDoneEvent; the recorded streams of reference 3.3); the name
-    # arrives with `response.output_item.added`.
-    writer.emit("response.function_call_arguments.done", **ids, arguments=item["arguments"])
-    writer.emit("response.output_item.done", output_index=index, item=item)
-
-
-def _stream_message(writer: _StreamWriter, index: int, item: dict[str, Any]) -> None:
-    writer.emit(
-        "response.output_item.added",
-        output_index=index,
-        item={**item, "status": "in_progress", "content": []},
-    )
-    for content_index, part in enumerate(item["content"]):
-        ids = {"item_id": item["id"], "output_index": index, "content_index": content_index}
-        written = f',"item_id":{dumps(item["id"])},"output_index":{index},"content_index":{content_index}'
-        if part["type"] == "refusal":
-            writer.emit("response.content_part.added", **ids, part=_refusal_part(""))
-            for fragment in split_fragments(part["refusal"]):
-                writer.delta("response.refusal.delta", written, fragment)
-            writer.emit("response.refusal.done", **ids, refusal=part["refusal"])
-        else:
-            writer.emit("response.content_part.added", **ids, part=_text_part(""))
-            for fragment in split_fragments(part["text"]):
-                writer.delta("response.output_text.delta", written, fragment, ',"logprobs":[]')
-            writer.emit("response.output_text.done", **ids, text=part["text"], logprobs=[])
-        writer.emit("response.content_part.done", **ids, part=part)
-    writer.emit("response.output_item.done", output_index=index, item=item)
