@@ -18,18 +18,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import skyl
+from ._asgi import SandboxApp
 from ._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
 from ._scenario import Call, Scenario, Step, is_usable
 from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
 from .faults import Fault, parse_faults
+from .server import serve
 from .wire import PROVIDERS, Rule
 
 if TYPE_CHECKING:
-    from ._asgi import SandboxApp
     from ._mock import PROVIDER_HOSTS, SandboxMock, mock
-    from .server import serve
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -67,19 +67,12 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "PROVIDER_HOSTS": "._mock",
-    "SandboxMock": "._mock",
-    "mock": "._mock",
-    "SandboxApp": "._asgi",
-    "serve": ".server",
-}
+_LAZY = {"PROVIDER_HOSTS": "._mock", "SandboxMock": "._mock", "mock": "._mock"}
 
 
 def __getattr__(name: str) -> Any:
-    """`sandbox.mock` and its kin load respx on first use, `sandbox.serve` and `SandboxApp` the server
-    (httptools, uvloop): a grading run, each of its worker zygotes and every pytest start with this
-    plugin installed import this package, and none of them mounts the providers' hosts or serves."""
+    """`sandbox.mock` and its kin load respx on first use: a grading run (and every `sandbox` command)
+    imports this package, and none of them mounts the providers' hosts."""
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

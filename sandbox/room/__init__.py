@@ -11,22 +11,8 @@ It never receives learners' code: only tallies, rules, headlines and feedback wi
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._app import RoomApp
-    from ._service import RecordingEngine, RoomService
-    from ._store import Store
+from ._app import RoomApp
+from ._service import RecordingEngine, RoomService
+from ._store import Store
 
 __all__ = ["RecordingEngine", "RoomApp", "RoomService", "Store"]
-
-_HOMES = {"RoomApp": "._app", "RecordingEngine": "._service", "RoomService": "._service", "Store": "._store"}
-
-
-def __getattr__(name: str) -> Any:
-    """The server side loads on first use: every grading run imports the grader's side (`_plugin`) from
-    this package, with or without a room, and has no use for the instructor's app and its database."""
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
