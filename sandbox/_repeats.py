@@ -19,13 +19,11 @@ the same request.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ._scenario import Scenario
 from ._types import Message, Text, ToolCall, ToolResult, assembled
@@ -43,53 +41,48 @@ class Digested:
 
     scope: str
     messages: int
-    digest: Any
-    """The `hashlib` state after those messages (copied before it is updated)."""
-    before_last: str | None
+    digest: int
+    """The key of the history up to those messages."""
+    before_last: int | None
 
 
 def history_keys(
     scope: str, messages: Sequence[Message], resume: Digested | None = None
-) -> tuple[str, str | None, Digested]:
-    """Digests of the whole history, and of the history before its last model turn (None without one):
+) -> tuple[int, int | None, Digested]:
+    """Keys of the whole history, and of the history before its last model turn (None without one):
     the key of this request, and the key of the request this one continued; and the state to go on
     from. `scope` keeps apart what must not meet (the path and scenario). `resume` (of the same
-    scope, over the start of `messages`) digests only the messages after it."""
+    scope, over the start of `messages`) goes on from there, over the messages after it only.
+
+    A key is Python's hash of the one before it and the next message, chained from the scope's: 64
+    bits, salted per process (so no sender can build a collision ahead), and never kept beyond the
+    process; the guard needs no more, and a cryptographic digest cost more than the rest of it."""
     if resume is not None and resume.scope == scope and resume.messages <= len(messages):
-        digest, before_last, rest = resume.digest.copy(), resume.before_last, messages[resume.messages :]
+        key, before_last, rest = resume.digest, resume.before_last, messages[resume.messages :]
     else:
-        digest = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=16)
-        before_last, rest = None, messages
-    # Updating with the messages one by one or joined is the same digest: only the state before the
-    # last model turn is wanted on the way.
-    texts: list[str] = []
-    last = -1
+        key, before_last, rest = hash(scope), None, messages
     for message in rest:
         if message.role == "assistant":
-            last = len(texts)
-        texts.append(_encoded(message))
-    if last >= 0:
-        digest.update("".join(texts[:last]).encode("utf-8", "surrogatepass"))
-        before_last = digest.copy().hexdigest()
-        texts = texts[last:]
-    digest.update("".join(texts).encode("utf-8", "surrogatepass"))
-    done = assembled(Digested, scope=scope, messages=len(messages), digest=digest, before_last=before_last)
-    return digest.hexdigest(), before_last, done
+            before_last = key
+        key = _next_key(key, message)
+    done = assembled(Digested, scope=scope, messages=len(messages), digest=key, before_last=before_last)
+    return key, before_last, done
 
 
-def _encoded(message: Message) -> str:
-    """The message as the model reads it, quickly (a dataclass repr costs several times more)."""
-    out: list[str] = [message.role]
+def _next_key(key: int, message: Message) -> int:
+    """The key of a history of key `key` followed by `message`, as the model reads it: its role and
+    each part's fields, each a field of the hashed tuple (so no text can pose as a field boundary)."""
+    fields: list[object] = [key, message.role]
     for part in message.content:
         if isinstance(part, Text):
-            out.append(f"t\x1f{part.text}")
+            fields += ("t", part.text)
         elif isinstance(part, ToolCall):
-            out.append(f"c\x1f{part.id}\x1f{part.name}\x1f{part.arguments!r}")
+            fields += ("c", part.id, part.name, repr(part.arguments))
         elif isinstance(part, ToolResult):
-            out.append(f"r\x1f{part.call_id}\x1f{part.is_error}\x1f{part.content}")
+            fields += ("r", part.call_id, part.is_error, part.content)
         else:
-            out.append(repr(part))
-    return "\x1e".join(out) + "\x1d"
+            fields += ("p", repr(part))
+    return hash(tuple(fields))
 
 
 class RepeatGuard:
@@ -98,15 +91,15 @@ class RepeatGuard:
     def __init__(self, window: float = REPEAT_WINDOW, size: int = 10_000) -> None:
         self.window = window
         self._size = size
-        self._seen: OrderedDict[tuple[str, str], tuple[int, float, int]] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, int], tuple[int, float, int]] = OrderedDict()
         """(sender, history) -> (count, last seen, the moved-on mark when last counted)."""
-        self._moved: OrderedDict[str, int] = OrderedDict()
+        self._moved: OrderedDict[int, int] = OrderedDict()
         """history -> the mark of the last time a continuation of it arrived."""
         self._mark = 0
         self._lock = threading.Lock()
 
-    def moved_on(self, history: str) -> None:
-        """A request continued the conversation whose history digest is `history`."""
+    def moved_on(self, history: int) -> None:
+        """A request continued the conversation whose history key is `history`."""
         with self._lock:
             self._mark += 1
             self._moved.pop(history, None)
@@ -114,7 +107,7 @@ class RepeatGuard:
             if len(self._moved) > self._size:
                 self._moved.popitem(last=False)
 
-    def count(self, sender: str, history: str) -> int:
+    def count(self, sender: str, history: int) -> int:
         """How many times in a row (`window` apart at most) `sender` has sent `history` without its
         conversation moving on, this time included."""
         now = time.monotonic()

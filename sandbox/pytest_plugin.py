@@ -8,7 +8,7 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
 (verdicts, integrity, report, summary) `grading.judge._harness`'s.
 
 May touch: pytest's configuration (markers, its stash), the collection (it refuses conftest and ini
-files inside a challenges folder, starts the worker zygote and the second lane's spare, registers the
+files inside a challenges folder, starts the worker zygote and the other lanes' spares, registers the
 harness, the failure groups, the room's reporter and the lanes) and the garbage collector (`gc.freeze`,
 once). Its fixtures hand a test its `Challenge`, or a mounted `sandbox.mock()`.
 """
@@ -27,10 +27,10 @@ from ._exceptions import ScenarioError
 from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
 from .grading.boundary._runner import WorkerError
-from .grading.boundary._zygotes import reap_spare_zygote, shared_zygote, spare_zygote
+from .grading.boundary._zygotes import reap_spare_zygotes, shared_zygote, spare_zygote
 from .grading.judge._grouping import FailureGroups
 from .grading.judge._harness import Harness, Ref
-from .grading.judge._lanes import Lanes, may_fork, second_lane
+from .grading.judge._lanes import Lanes, lane_limit, units
 from .grading.judge._meta import HINTS_FILE, challenge_folder
 from .grading.judge._options import add_options
 from .room import _plugin as room
@@ -115,8 +115,8 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
     """The first challenge test file collected starts the worker zygote: its start-up (it imports skyl)
-    overlaps the rest of the collection instead of delaying the first test. The second challenge's
-    starts a spare, for the second lane (`judge._lanes`), when the run may have one."""
+    overlaps the rest of the collection instead of delaying the first test. The second challenge's, and
+    each next one's up to the run's number of lanes, starts a spare, for another lane (`judge._lanes`)."""
     folder = challenge_folder(file_path) if file_path.suffix == ".py" and file_path.name.startswith("test_") else None
     if folder:
         config = parent.config
@@ -124,14 +124,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
         folders.add(folder)
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
             shared_zygote(config.stash[_ISOLATION])
-            if len(folders) == 2 and may_fork(config):
+            if 2 <= len(folders) <= lane_limit(config):
                 spare_zygote(config.stash[_ISOLATION])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     refs = {item.nodeid: ref for item in session.items if (ref := _ref(item)) is not None}
     if not refs:
-        reap_spare_zygote()
+        reap_spare_zygotes()
     else:
         harness = Harness(session.config, refs, session.config.stash[_ISOLATION], session.config.stash[_DESELECTED])
         session.config.stash[_HARNESS] = harness
@@ -147,11 +147,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             session.config.pluginmanager.register(reporter, "sandbox-room")
         with contextlib.suppress(WorkerError):  # each challenge test fails with it instead
             harness.implementations.start()
-        theirs = second_lane(session.config, session.items, lambda item: _source(harness, refs, item))
-        if theirs:
-            session.config.pluginmanager.register(Lanes(theirs, harness.become_second_lane), "sandbox-lanes")
+        graded = units(session.config, session.items, lambda item: _source(harness, refs, item))
+        if graded:
+            lanes = Lanes(graded, lane_limit(session.config) - 1, harness.become_lane)
+            session.config.pluginmanager.register(lanes, "sandbox-lanes")
         else:
-            reap_spare_zygote()
+            reap_spare_zygotes()
         _freeze_once()
 
 

@@ -1,11 +1,13 @@
-"""Two grading lanes (`sandbox.grading.judge._lanes`): a run of several challenges grades its last ones
-in a second grader process, forked once collection is done, and reports exactly what one lane
+"""Grading lanes (`sandbox.grading.judge._lanes`): a run of several challenges grades them in several
+grader processes, forked once collection is done (the first lane takes the challenges from the first
+on, each other lane the one with the most tests left whenever it is free), and reports exactly what one lane
 reports, in the same order: the terminal, `--report`, JUnit XML and the exit status.
 
 Each run here is a `pytest` of a throwaway course of three challenges (one passing, one failing with
 a known mutant, one not started), with a plugin (`lane_pids`, on `PYTHONPATH`) that writes which
-process ran each test's body; with `LANE_DIE` set, it ends the second lane's process in the middle
-of that test, as a crash of the grader would.
+process ran each test's body; with `LANE_DIE` set, it ends a forked lane's process in the middle of
+that test, as a crash of the grader would; with `LANE_HOLD` set to a challenge, the first lane's
+first test waits until another lane has started that challenge.
 """
 
 from __future__ import annotations
@@ -26,16 +28,27 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LANE_PIDS = """
 import os
+import time
 from pathlib import Path
 
 FIRST = os.getpid()  # imported in the first lane, before it forks
+HELD = []
 
 
 def pytest_runtest_call(item):
     if os.environ.get("LANE_DIE") == item.nodeid and os.getpid() != FIRST:
         os._exit(3)
-    with Path(os.environ["LANE_PIDS"]).open("a") as pids:
-        pids.write(f"{item.nodeid} {os.getpid()}\\n")
+    pids = Path(os.environ["LANE_PIDS"])
+    with pids.open("a") as written:
+        written.write(f"{item.nodeid} {os.getpid()}\\n")
+    held = os.environ.get("LANE_HOLD")
+    if held and os.getpid() == FIRST and not HELD:
+        HELD.append(item.nodeid)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not any(
+            f"/{held}/" in line and not line.endswith(f" {FIRST}") for line in pids.read_text().splitlines()
+        ):
+            time.sleep(0.05)
 """
 
 COURSES = {
@@ -67,14 +80,16 @@ def _course(where: Path, exercises: dict[str, str]) -> Path:
     return course
 
 
-def _grade(where: Path, lanes: int, *extra: str, die: str = "") -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    pids = where / f"pids-{lanes}-{len(extra)}-{bool(die)}.txt"
+def _grade(
+    where: Path, lanes: int, *extra: str, die: str = "", hold: str = ""
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    pids = where / f"pids-{lanes}-{len(extra)}-{bool(die)}-{hold}.txt"
     pids.unlink(missing_ok=True)
-    ignored = ("PYTEST_ADDOPTS", "LANE_DIE", "SANDBOX_ROOM", "SANDBOX_ROOM_NAME")
+    ignored = ("PYTEST_ADDOPTS", "LANE_DIE", "LANE_HOLD", "SANDBOX_ROOM", "SANDBOX_ROOM_NAME")
     env = {key: value for key, value in os.environ.items() if key not in ignored}
     env["SANDBOX_ROOM_CACHE"] = str(where / "rooms.json")
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(where / "plugins"), env.get("PYTHONPATH")])))
-    env.update(LANE_PIDS=str(pids), **({"LANE_DIE": die} if die else {}))
+    env.update(LANE_PIDS=str(pids), **({"LANE_DIE": die} if die else {}), **({"LANE_HOLD": hold} if hold else {}))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "lane_pids", "challenges",
          "--sandbox-lanes", str(lanes), "--report", f"report-{lanes}.json", "--junitxml", f"junit-{lanes}.xml",
@@ -128,26 +143,50 @@ def _processes(pids: list[str]) -> dict[str, set[str]]:
     return ran
 
 
-@pytest.mark.parametrize("course", list(COURSES))
-def test_two_lanes_report_what_one_lane_reports(tmp_path: Path, course: str) -> None:
-    _course(tmp_path, COURSES[course])
-    one, one_pids = _grade(tmp_path, 1)
-    two, two_pids = _grade(tmp_path, 2)
-
-    assert one.returncode == two.returncode == 1, one.stdout + one.stderr + two.stdout + two.stderr
-    assert _same_run(two.stdout) == _same_run(one.stdout)
-    assert two.stderr == one.stderr
-    assert _report(tmp_path / "report-2.json") == _report(tmp_path / "report-1.json")
-    assert _junit(tmp_path / "junit-2.xml") == _junit(tmp_path / "junit-1.xml")
+def _same_results(one: subprocess.CompletedProcess[str], many: subprocess.CompletedProcess[str], where: Path,
+                  lanes: int) -> None:  # fmt: skip
+    assert one.returncode == many.returncode == 1, one.stdout + one.stderr + many.stdout + many.stderr
+    assert _same_run(many.stdout) == _same_run(one.stdout)
+    assert many.stderr == one.stderr
+    assert _report(where / f"report-{lanes}.json") == _report(where / "report-1.json")
+    assert _junit(where / f"junit-{lanes}.xml") == _junit(where / "junit-1.xml")
     assert "failed" in one.stdout.splitlines()[-1] and "not started" in one.stdout.splitlines()[-1]
 
-    # The same tests ran, in the same order within each process; with two lanes, the last challenge in
-    # a process of its own, at the same time as the others (so their lines interleave in the file).
-    one_ran, two_ran = _processes(one_pids), _processes(two_pids)
-    assert _in_order(two_pids) == _in_order(one_pids)
-    assert len(set().union(*one_ran.values())) == 1
-    assert len(two_ran["03_several_calls"]) == 1
-    assert two_ran["03_several_calls"] != two_ran["01_apply_tool_results"] == two_ran["02_bounded_loop"]
+
+@pytest.mark.parametrize("course", list(COURSES))
+def test_lanes_report_what_one_lane_reports(tmp_path: Path, course: str) -> None:
+    _course(tmp_path, COURSES[course])
+    one, one_pids = _grade(tmp_path, 1)
+    assert len(set().union(*_processes(one_pids).values())) == 1
+    for lanes in (2, 3):
+        many, many_pids = _grade(tmp_path, lanes)
+        _same_results(one, many, tmp_path, lanes)
+        # The same tests ran, in the same order within each challenge, each challenge in one process; the
+        # last one in a forked lane from the start, at the same time as the first (their lines interleave).
+        ran = _processes(many_pids)
+        assert _in_order(many_pids) == _in_order(one_pids)
+        assert all(len(pids) == 1 for pids in ran.values()), ran
+        assert ran["03_several_calls"] != ran["01_apply_tool_results"]
+        if lanes == 3:  # one challenge each: the two forked lanes each take one as soon as they start
+            assert len(set().union(*ran.values())) == 3, ran
+
+
+def test_a_lane_grades_what_it_claims_in_its_own_order_and_it_is_reported_in_test_order(tmp_path: Path) -> None:
+    """The first lane is held in its first test until the forked lane, done with the last challenge (02 and
+    03 have as many tests: the last of them first), has taken the middle one: that lane graded 03 then 02,
+    and the run still reports 01, 02, 03."""
+    _course(tmp_path, COURSES["a failing challenge in the second lane"])
+    one, _ = _grade(tmp_path, 1)
+    held, pids = _grade(tmp_path, 2, hold="02_bounded_loop")
+
+    _same_results(one, held, tmp_path, 2)
+    ran = _processes(pids)
+    assert ran["02_bounded_loop"] == ran["03_several_calls"] != ran["01_apply_tool_results"], ran
+    forked = min(ran["02_bounded_loop"])
+    theirs = [line.rsplit(" ", 1)[0].split("/")[1] for line in pids if line.endswith(f" {forked}")]
+    assert (
+        theirs == sorted(theirs, reverse=True) and theirs[0] == "03_several_calls" and theirs[-1] == "02_bounded_loop"
+    )
 
 
 def test_a_run_that_stops_at_its_first_failure_keeps_one_lane(tmp_path: Path) -> None:
@@ -168,7 +207,7 @@ def test_tests_the_second_lane_did_not_report_run_in_the_first(tmp_path: Path) -
     died, pids = _grade(tmp_path, 2, die=[line.rsplit(" ", 1)[0] for line in one_pids][cut])
 
     assert died.returncode == one.returncode == 1
-    assert "sandbox: the second grading lane ended early; its tests ran in the first lane instead." in died.stdout
+    assert "sandbox: a grading lane ended early; its tests ran in the first lane instead." in died.stdout
     # The notice breaks the line of progress letters; the letters, the failures and the summary are the same.
     assert _letters(died.stdout) == _letters(one.stdout) and len(_letters(one.stdout)) == 68
     assert _same_run(died.stdout).split("= FAILURES =")[1] == _same_run(one.stdout).split("= FAILURES =")[1]

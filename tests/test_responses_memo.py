@@ -133,3 +133,38 @@ def test_answers_of_one_step_differ_only_in_their_ids(stream: bool) -> None:
     a_id, b_id = (json.loads(x.body)["id"] if not stream else _events(x.chunks)[0]["response"]["id"] for x in (a, b))
     assert a_id != b_id
     assert b"".join(a.chunks).replace(a_id.encode(), b"ID") == b"".join(b.chunks).replace(b_id.encode(), b"ID")
+
+
+def test_echoed_fields_are_keyed_by_their_json_text() -> None:
+    """`temperature: 1` and `1.0` (and `true` against `1` elsewhere) are equal Python keys and different
+    echoes: each answer echoes its own request's text, in whichever order they come."""
+    from sandbox.wire.openai_responses import _encode
+
+    _encode._ECHOES.cache_clear()
+    engine = Engine()
+    echoed = []
+    for temperature in (1, 1.0, 1, True):
+        body = {**_first(), "temperature": temperature}
+        exchange = engine.handle("POST", RESPONSES, json.dumps(body).encode())
+        if temperature is True:
+            assert exchange.status == 400  # a boolean is no number: refused before any echo
+            continue
+        echoed.append(json.loads(exchange.body)["temperature"])
+        assert (b'"temperature":1,' if type(temperature) is int else b'"temperature":1.0,') in exchange.body
+    assert [type(value) for value in echoed] == [int, float, int]
+    assert _encode._ECHOES.cache_info() == 2
+
+
+def test_a_continuation_s_echo_is_not_memoised() -> None:
+    """A request naming stored state echoes that state's id: one sender's, never kept for others."""
+    from sandbox.wire.openai_responses import _encode
+
+    engine = Engine()
+    first = json.loads(engine.handle("POST", RESPONSES, json.dumps(_first()).encode()).body)
+    _encode._ECHOES.cache_clear()
+    calls = [item for item in first["output"] if item["type"] == "function_call"]
+    outputs = [{"type": "function_call_output", "call_id": call["call_id"], "output": "18C"} for call in calls]
+    body = {"model": "single_call", "previous_response_id": first["id"], "input": outputs, "tools": [_TOOL]}
+    answer = engine.handle("POST", RESPONSES, json.dumps(body).encode())
+    assert answer.status == 200 and json.loads(answer.body)["previous_response_id"] == first["id"]
+    assert _encode._ECHOES.cache_info() == 0

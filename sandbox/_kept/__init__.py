@@ -34,9 +34,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._types import assembled
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
 from ..wire.anthropic import Thread, Walk, thread_after
-from ..wire.openai_responses import Walked, parse_continuing, walk_answer
+from ..wire.openai_responses import LaterWalk, Walked, parse_continuing
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id
 from ._errors import explain_missing_conversation, explain_missing_response
@@ -140,17 +141,16 @@ class KeptState:
         rest = {key: value for key, value in data.items() if key not in ("previous_response_id", "input")}
         keep = data.get("store") is not False
         snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
-        if snapshot is not None and not isinstance(snapshot.walked, Walked):
-            snapshot = None  # a thread's turn named as a response: walked whole
+        walked = snapshot.walked if snapshot is not None else None
+        if isinstance(walked, LaterWalk):
+            walked = walked.walk()  # the first continuation of this response walks its answer's items
+        if not isinstance(walked, Walked):
+            snapshot = None  # a thread's turn named as a response, or items that do not walk: walked whole
         resume = None
         if keep or snapshot is not None:
             resume = Resume()
             if snapshot is not None:
-                resume.walked, resume.replayed, resume.chain_bytes = (
-                    snapshot.walked,
-                    snapshot.replayed,
-                    snapshot.chain_bytes,
-                )
+                resume.walked, resume.replayed, resume.chain_bytes = walked, snapshot.replayed, snapshot.chain_bytes
         return Expanded(
             b"",
             keep=keep,
@@ -215,17 +215,18 @@ class KeptState:
     @staticmethod
     def _snapshot(entry: Entry, expanded: Expanded, response: Mapping[str, Any], reply: bytes) -> None:
         """What the answer's continuation starts from (`_chain`), held beside the entry. A Responses walk
-        reads the answer's own items, not a parse of the bytes just encoded from them: it keeps only
-        strings and objects it makes itself (tests/test_kept_chains.py proves it holds none of the
+        of the answer's items waits for the first continuation (`LaterWalk`: most stored responses
+        are never continued), holding a copy of the request's walk and the items' stored bytes `reply`,
+        so it keeps only objects it makes itself (tests/test_kept_chains.py proves it holds none of the
         answer's); a thread keeps its answer's message as the bytes `reply` it stores."""
         resume = expanded.resume
         if resume is None or resume.parser is None:
             return
-        walked: Walked | Thread | None
+        walked: LaterWalk | Thread | None
         if isinstance(resume.parser, Walk):
             walked = thread_after(resume.parser, reply)
         else:
-            walked = walk_answer(resume.parser, response["output"])
+            walked = LaterWalk.after(resume.parser, response["output"], reply)
         if walked is None:
             return
         if resume.walked is not None:
@@ -233,7 +234,7 @@ class KeptState:
         else:
             chain = sum(map(len, expanded.claim.history)) if expanded.claim is not None else 0
         chain += len(entry.items)
-        entry.snapshot = Snapshot(walked, resume.out, chain)
+        entry.snapshot = assembled(Snapshot, walked=walked, replayed=resume.out, chain_bytes=chain)
         entry.snapshot_size = snapshot_size(walked, chain)
 
     def release(self, expanded: Expanded) -> None:

@@ -28,7 +28,7 @@ from .._replay import Position
 from .._scenario import Scenario
 from ..wire import Conversation
 from ..wire.anthropic import Thread
-from ..wire.openai_responses import Walked
+from ..wire.openai_responses import LaterWalk, Walked
 
 __all__ = ["Replayed", "Resume", "Snapshot", "snapshot_size"]
 
@@ -62,7 +62,8 @@ class Replayed:
 class Snapshot:
     """What a response's continuation starts from."""
 
-    walked: Walked | Thread
+    walked: Walked | Thread | LaterWalk
+    """A `LaterWalk` becomes its `Walked` when a continuation first asks (`LaterWalk.walk`)."""
     replayed: Replayed | None
     chain_bytes: int
     """The JSON bytes of the whole chain: its messages' objects are held by this snapshot."""
@@ -103,11 +104,10 @@ class Resume:
         return self.replayed if self.replayed is not None and self.replayed.key == key else None
 
 
-def snapshot_size(walked: Walked | Thread, chain_bytes: int) -> int:
-    """The memory a snapshot holds, as the store counts it."""
-    ids = len(walked.item_ids) if isinstance(walked, Walked) else 0
-    return (
-        chain_bytes * SNAPSHOT_BYTES_PER_BYTE
-        + len(walked.messages) * SNAPSHOT_BYTES_PER_MESSAGE
-        + ids * SNAPSHOT_BYTES_PER_ID
-    )
+def snapshot_size(walked: Walked | Thread | LaterWalk, chain_bytes: int) -> int:
+    """The memory a snapshot holds, as the store counts it (a `LaterWalk` as the walk it will be)."""
+    if isinstance(walked, LaterWalk):
+        messages, ids = walked.messages, walked.ids
+    else:
+        messages, ids = len(walked.messages), len(walked.item_ids) if isinstance(walked, Walked) else 0
+    return chain_bytes * SNAPSHOT_BYTES_PER_BYTE + messages * SNAPSHOT_BYTES_PER_MESSAGE + ids * SNAPSHOT_BYTES_PER_ID

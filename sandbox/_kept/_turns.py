@@ -38,9 +38,9 @@ def expand_conversation(
     new_items = joined_bytes(new_input)
     rest = {name: value for name, value in data.items() if name not in ("conversation", "input")}
     resume, short = Resume(), None
-    usable = isinstance(snapshot, Snapshot) and isinstance(snapshot.walked, Walked)
-    if usable and isinstance(snapshot, Snapshot) and reads_alike(dumps_bytes(rest), new_items):
-        resume.walked, resume.replayed, resume.chain_bytes = snapshot.walked, snapshot.replayed, snapshot.chain_bytes
+    walked = snapshot.walked if isinstance(snapshot, Snapshot) else None  # a conversation's: never a LaterWalk
+    if isinstance(snapshot, Snapshot) and isinstance(walked, Walked) and reads_alike(dumps_bytes(rest), new_items):
+        resume.walked, resume.replayed, resume.chain_bytes = walked, snapshot.replayed, snapshot.chain_bytes
         short = {**rest, "input": new_input}
     return Expanded(
         b"",

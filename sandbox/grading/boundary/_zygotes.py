@@ -1,5 +1,5 @@
-"""The zygote of this grader process, shared by its pytest sessions, and the spare a second grading
-lane adopts (`judge._lanes`): which zygote is whose across the fork."""
+"""The zygote of this grader process, shared by its pytest sessions, and the spares the other grading
+lanes adopt (`judge._lanes`): which zygote is whose across the forks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import atexit
 from ._isolation import Isolation
 from ._runner import Zygote
 
-__all__ = ["close_shared_zygote", "forget_shared_zygote", "hand_over_spare_zygote", "reap_spare_zygote",
+__all__ = ["close_shared_zygote", "forget_shared_zygote", "hand_over_spare_zygotes", "reap_spare_zygotes",
            "shared_zygote", "spare_zygote"]  # fmt: skip
 
 _SHARED: list[Zygote] = []
@@ -31,34 +31,41 @@ _SPARE: list[Zygote] = []
 
 
 def spare_zygote(isolation: Isolation) -> None:
-    """Start a second zygote now, for the grader this process will fork (`judge._lanes`' second lane),
-    so its start-up overlaps the collection, as the first one's does. Nothing reads it until then."""
-    if not _SPARE:
-        _SPARE.append(Zygote(isolation, reading=False))
-        atexit.register(reap_spare_zygote)
+    """Start another zygote now, for a grader this process will fork (a lane of `judge._lanes`), so its
+    start-up overlaps the collection, as the first one's does. Nothing reads it until then."""
+    _SPARE.append(Zygote(isolation, reading=False))
+    if len(_SPARE) == 1:
+        atexit.register(reap_spare_zygotes)
 
 
-def forget_shared_zygote() -> None:
-    """In the forked grader: the inherited zygote is the parent's (its reader thread did not survive the
-    fork, and closing it would end the parent's): let go of this copy of its socket. The spare, if it
-    was started, becomes this process's zygote; else the next `shared_zygote` starts one."""
+def forget_shared_zygote(number: int) -> None:
+    """In the `number`-th forked grader: the inherited zygotes are the parent's (their reader threads did
+    not survive the fork, and closing one would end it for the parent): let go of this copy of their
+    sockets. The `number`-th spare, if it was started, becomes this process's zygote; else the next
+    `shared_zygote` starts one."""
     for zygote in _SHARED:
         zygote.let_go()
     _SHARED.clear()
-    if _SPARE:
-        spare = _SPARE.pop()
-        spare.start_reading()
-        _SHARED.append(spare)
-
-
-def hand_over_spare_zygote() -> None:
-    """In the grader that forked: the spare is the forked one's now; let go of this copy of its socket."""
+    mine = _SPARE[number - 1] if 0 < number <= len(_SPARE) else None
     for spare in _SPARE:
+        if spare is not mine:
+            spare.let_go()
+    _SPARE.clear()
+    if mine is not None:
+        mine.start_reading()
+        _SHARED.append(mine)
+
+
+def hand_over_spare_zygotes(count: int) -> None:
+    """In the grader that forked: the first `count` spares are the forked ones' now; let go of this
+    copy of their sockets."""
+    for spare in _SPARE[:count]:
         spare.let_go()
 
 
-def reap_spare_zygote() -> None:
-    """Once the forked grader has ended (closing the spare it adopted), or in a run that forked none."""
+def reap_spare_zygotes() -> None:
+    """Once the forked graders have ended (closing the spares they adopted), or in a run that forked
+    none, or fewer than it started spares for."""
     while _SPARE:
         spare = _SPARE.pop()
         if spare.let_go_of:

@@ -97,11 +97,11 @@ class Harness:
         rootdir = self.config.rootpath
         self.snapshot = Snapshot.take([PACKAGE, *self._roots()], around=[rootdir, self.here, *self._roots()])
 
-    def become_second_lane(self) -> Callable[[], None]:
-        """In the grader forked for the second lane (`_lanes`): grade with a zygote and workers of its own,
+    def become_lane(self, number: int) -> Callable[[], None]:
+        """In the grader forked for lane `number` (`_lanes`): grade with a zygote and workers of its own,
         and leave the report, the integrity check and the progress file to the first lane, which reports
         every test. Returns what ends this lane's workers and zygote."""
-        forget_shared_zygote()
+        forget_shared_zygote(number)
         self.implementations = Implementations(self.implementations.isolation)
         self.implementations.start()
         self.report = None
@@ -123,7 +123,7 @@ class Harness:
         if item.nodeid in self.refs:
             report.sections = [(title, _trimmed(text)) for title, text in report.sections]
             if call.excinfo is not None and call.excinfo.errisinstance(NotStarted):
-                vars(report)[NOT_STARTED_MARK] = True  # on the report: it travels with it from a second lane
+                vars(report)[NOT_STARTED_MARK] = True  # on the report: it travels with it from another lane
         return report
 
     @pytest.hookimpl(tryfirst=True)

@@ -91,11 +91,11 @@ def add_options(parser: pytest.Parser) -> None:
         "--sandbox-lanes",
         dest="sandbox_lanes",
         type=int,
-        choices=(1, 2),
-        default=2,
+        choices=(1, 2, 3),
+        default=3,
         metavar="N",
-        help="grade in N processes at once, each challenge whole in one, reported in order (default 2; one on a "
-        "one-core machine, and whenever the run may stop early).",
+        help="grade in up to N processes at once, each challenge whole in one, reported in order (default 3, at "
+        "most one more than the machine has cores; one on a one-core machine, and whenever the run may stop early).",
     )
     group.addoption(
         "--grade-as",

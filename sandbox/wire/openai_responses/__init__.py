@@ -23,11 +23,11 @@ from .._base import Conversation, ModelTurn, stable_token
 from .._bound import Bound, Jobs
 from .._openai import openai_request_headers
 from . import _client, _encode, _parse, _reasoning, _stream
-from ._chain import Walked, walk_answer
+from ._chain import LaterWalk, Walked, walk_answer
 from ._parse import parse_continuing
 from ._validate import wire_error
 
-__all__ = ["WIRE", "OpenAIResponses", "Walked", "parse_continuing", "walk_answer"]
+__all__ = ["WIRE", "LaterWalk", "OpenAIResponses", "Walked", "parse_continuing", "walk_answer"]
 
 
 class OpenAIResponses(Bound):

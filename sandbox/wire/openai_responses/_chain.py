@@ -1,9 +1,17 @@
 """A Responses request's walk, kept past the request: what a `previous_response_id` continuation goes on
-from (`sandbox._kept._chain` keeps it beside the stored response). Touches only the walk's state.
+from (`sandbox._kept._chain` keeps it beside the stored response). Touches only the walk's state and
+the answer's stored bytes.
+
+Most stored responses are never continued (a tool loop that sends its whole history; `store` is on
+by default), so the walk of an answer's items onto its request's walk waits until a continuation
+asks for it (`LaterWalk`): the request keeps a copy of its walk's lists and the answer's bytes, and
+the first continuation walks the items, once, for every continuation after it.
 """
 
 from __future__ import annotations
 
+import json
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,9 +21,11 @@ from .._base import WireError
 if TYPE_CHECKING:
     from ._parse import _Parser
 
-__all__ = ["START", "Ref", "Turn", "Walked", "walk_answer"]
+__all__ = ["START", "LaterWalk", "Ref", "Turn", "Walked", "walk_answer"]
 
 _new = object.__new__
+_WALKING = threading.Lock()
+"""Held while a `LaterWalk` walks: two continuations of one response at once walk it once."""
 
 
 @dataclass
@@ -75,17 +85,63 @@ def walk_answer(parser: _Parser, output: list[Any]) -> Walked | None:
     """The chain after `parser`'s request (walked with `run`) and its answer's `output` items, for the
     next continuation; None if the items do not walk as input (the next continuation then walks the
     whole chain)."""
+    sent = parser.data["input"]
+    if not isinstance(sent, list):
+        return None  # a string `input` is `input[0]` in a continuation's history: walked again then
     try:
-        return _walk_on(parser, output)
+        return _walk_on(parser, output, parser.chain.items + len(sent))
     except WireError:
         return None
 
 
-def _walk_on(parser: _Parser, output: list[Any]) -> Walked | None:
-    sent = parser.data["input"]
-    if not isinstance(sent, list):
-        return None  # a string `input` is `input[0]` in a continuation's history: walked again then
-    start = parser.chain.items + len(sent)
+class LaterWalk:
+    """`walk_answer(parser, output)`, walked when a continuation first asks for it (`walk`), from a copy
+    of the request's walk (its lists, not the request's body: the parser's `data` is not held) and
+    the answer's items as stored (`reply`, their compact JSON without brackets): it holds none of the
+    answer's objects, and nothing a caller of the request could still change. `messages` and `ids`
+    are what the walked chain will hold (for the store's count of its memory), known before the walk:
+    the answer's items are all the model's, so they join or open one assistant turn."""
+
+    def __init__(self, parser: _Parser, output: list[Any], reply: bytes, start: int) -> None:
+        # The parser's own lists and turns go on with it (nothing else holds them once its request is
+        # answered); its messages and paths are the conversation's too, which a caller may change.
+        copy: _Parser = _new(type(parser))
+        copy.__dict__.update(parser.__dict__)
+        copy.data, copy.messages, copy.paths = {}, tuple(parser.messages), tuple(parser.paths)  # type: ignore[assignment]
+        self.messages = len(parser.turns) - parser.first + (1 if output and not parser.open_assistant else 0)
+        self.ids = len(parser.chain.item_ids) + len(parser.item_ids)
+        self.ids += sum(1 for item in output if isinstance(item, dict) and isinstance(item.get("id"), str))
+        self._parser: _Parser | None = copy
+        self._reply = reply
+        self._start = start
+        self._walked: Walked | None = None
+
+    @classmethod
+    def after(cls, parser: _Parser, output: list[Any], reply: bytes) -> LaterWalk | None:
+        """The walk to come after `parser`'s request and its answer; None where `walk_answer` would
+        give none for certain (a string `input`)."""
+        sent = parser.data["input"]
+        if not isinstance(sent, list):
+            return None  # a string `input` is `input[0]` in a continuation's history: walked again then
+        return cls(parser, output, reply, parser.chain.items + len(sent))
+
+    def walk(self) -> Walked | None:
+        """The chain after the request and its answer (`walk_answer`'s), walked once; None if the items
+        do not walk as input."""
+        with _WALKING:
+            parser = self._parser
+            if parser is not None:
+                self._parser = None
+                try:
+                    items = json.loads("[" + self._reply.decode("utf-8", "surrogatepass") + "]")
+                    self._walked = _walk_on(parser, items, self._start) if isinstance(items, list) else None
+                except (ValueError, WireError):
+                    self._walked = None
+                self._reply = b""
+            return self._walked
+
+
+def _walk_on(parser: _Parser, output: list[Any], start: int) -> Walked | None:
     turns, calls, ids, outputs = len(parser.turns), len(parser.calls), len(parser.item_ids), len(parser.outputs)
     was_open = parser.open_assistant
     for index, item in enumerate(output, start):

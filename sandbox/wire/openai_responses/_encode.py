@@ -21,6 +21,7 @@ from .._base import (
 )
 from .._sse import dumps, quote, to_bytes
 from ._ids import item_id_for, response_id
+from ._memo import Memo
 
 __all__ = ["Answer", "encode_answer", "encode_response", "refusal_part", "text_part"]
 
@@ -54,8 +55,60 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, d
     return to_bytes(answer.text()), answer.kept()
 
 
+_ECHOES: Memo[tuple[str, str, str]] = Memo(entries=256, max_bytes=2 * 1024 * 1024, largest=64 * 1024)
+"""The JSON text of the request's echoed fields -> `Answer`'s texts of them (see `_echoed`)."""
+_ECHOED = (
+    "instructions",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "reasoning",
+    "store",
+    "temperature",
+    "tool_choice",
+    "tools",
+)
+"""The request fields an answer echoes (with the model, and whether the answer reasons), but the
+ids of stored state (`previous_response_id`, `conversation`): a request naming one is not memoised,
+as its echo names one sender's state and few other requests share it."""
+
+
+def _echoed(conversation: Conversation, *, reasoning: bool) -> tuple[str, str, str]:
+    """The texts of what an answer echoes of its request, around its status, its output and its usage:
+    a pure function of the echoed fields' JSON text, the model and whether the answer reasons
+    (`conversation.tools` is the reading of `tools`), so a room's requests with the same options and
+    tools (every learner's, every round of a loop) have them written once. The key is JSON text, not
+    the values, as `1` and `1.0` (and `true`) are equal keys and different echoes."""
+    raw = conversation.raw
+    key = None
+    if raw.get("previous_response_id") is None and raw.get("conversation") is None:
+        key = dumps([conversation.model, reasoning, *[raw.get(name) for name in _ECHOED]])
+        found = _ECHOES.get(key)
+        if found is not None:
+            return found
+    named = raw.get("conversation")
+    named = named.get("id") if isinstance(named, Mapping) else named
+    added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
+    settings = dumps(_reasoning_settings(raw, reasoning=reasoning))
+    texts = (
+        f',"background":false,{added}"error":null,"incomplete_details":',
+        f',"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
+        f'"model":{quote(conversation.model)},"output":',
+        f',"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
+        f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{settings},'
+        f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
+        f'"temperature":{_json(_echo(raw, "temperature", 1.0))},"text":{{"format":{{"type":"text"}}}},'
+        f'"tool_choice":{_json(_echo(raw, "tool_choice", "auto"))},"tools":{dumps(_echo_tools(conversation))},'
+        '"top_p":1.0,"truncation":"disabled","usage":',
+    )
+    if key is not None:
+        _ECHOES.put(key, texts, len(key) + sum(map(len, texts)) + 200)
+    return texts
+
+
 def _json(value: Any) -> str:
-    """`dumps(value)`, the constants without a call."""
+    """`dumps(value)`, the constants and strings without an encoder call."""
+    if type(value) is str:
+        return quote(value)
     if value is None:
         return "null"
     if value is True:
@@ -71,30 +124,12 @@ class Answer:
     together from the fields' texts, each written once."""
 
     def __init__(self, turn: ModelTurn, conversation: Conversation) -> None:
-        raw = conversation.raw
         self.status, incomplete = _status(turn)
-        self.output = _output_items(turn)
-        self.items = dumps(self.output)
+        self.output, self.items = _output(turn)
         self.id = response_id(turn.response_seed, turn.seed)
-        named = raw.get("conversation")
-        named = named.get("id") if isinstance(named, Mapping) else named
-        added = f'"conversation":{{"id":{quote(named)}}},' if isinstance(named, str) else ""
-        reasoning = dumps(_reasoning_settings(raw, reasoning=bool(turn.message.reasoning())))
         self._head = f'{{"id":"{self.id}","object":"response","created_at":{CREATED_AT},"status":'
-        self._state = f',"background":false,{added}"error":null,"incomplete_details":'
         self._incomplete = _json(incomplete)
-        self._fields = (
-            f',"instructions":{_json(raw.get("instructions"))},"max_output_tokens":{_json(raw.get("max_output_tokens"))},'
-            f'"model":{quote(conversation.model)},"output":'
-        )
-        self._rest = (
-            f',"parallel_tool_calls":{_json(_echo(raw, "parallel_tool_calls", True))},'
-            f'"previous_response_id":{_json(raw.get("previous_response_id"))},"reasoning":{reasoning},'
-            f'"service_tier":"default","store":{_json(_echo(raw, "store", True))},'
-            f'"temperature":{_json(_echo(raw, "temperature", 1.0))},"text":{{"format":{{"type":"text"}}}},'
-            f'"tool_choice":{_json(_echo(raw, "tool_choice", "auto"))},"tools":{dumps(_echo_tools(conversation))},'
-            '"top_p":1.0,"truncation":"disabled","usage":'
-        )
+        self._state, self._fields, self._rest = _echoed(conversation, reasoning=bool(turn.message.reasoning()))
         usage = turn.usage
         self._usage = (
             f'{{"input_tokens":{usage.input_tokens},"input_tokens_details":{{"cached_tokens":0,"cache_write_tokens":0}},'
@@ -135,21 +170,27 @@ def _status(turn: ModelTurn) -> tuple[str, dict[str, str] | None]:
 
 def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
     """One message item per run of text (refusal parts for a REFUSAL turn), one item per call."""
+    return _output(turn)[0]
+
+
+def _output(turn: ModelTurn) -> tuple[list[dict[str, Any]], str]:
+    """`_output_items`, and the text `dumps` writes for them, written as they are made: the part texts
+    are quoted once each, and a reasoning item's text is its part's payload (the same encoder's)."""
     items: list[dict[str, Any]] = []
+    written: list[str] = []
     texts: list[str] = []
     refusal = turn.stop_reason is StopReason.REFUSAL
 
     def flush() -> None:
         if texts:
             content = [refusal_part(text) if refusal else text_part(text) for text in texts]
+            item_id = item_id_for("msg", turn.seed, f"message:{len(items)}")
             items.append(
-                {
-                    "id": item_id_for("msg", turn.seed, f"message:{len(items)}"),
-                    "type": "message",
-                    "status": "completed",
-                    "content": content,
-                    "role": "assistant",
-                }
+                {"id": item_id, "type": "message", "status": "completed", "content": content, "role": "assistant"}
+            )
+            parts = ",".join((_REFUSAL if refusal else _OUTPUT_TEXT) + quote(text) + "}" for text in texts)
+            written.append(
+                f'{{"id":{quote(item_id)},"type":"message","status":"completed","content":[{parts}],"role":"assistant"}}'
             )
             texts.clear()
 
@@ -159,21 +200,29 @@ def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
         elif isinstance(part, Reasoning):
             flush()
             items.append(part.data())
+            written.append(part.payload)
         elif isinstance(part, ToolCall):
             flush()
             item_id = part.meta.get("item_id")
-            items.append(
-                {
-                    "id": item_id if isinstance(item_id, str) else item_id_for("fc", turn.seed, f"call:{len(items)}"),
-                    "type": "function_call",
-                    "status": "completed",
-                    "arguments": dumps(dict(part.arguments)),
-                    "call_id": part.id,
-                    "name": part.name,
-                }
+            item = {
+                "id": item_id if isinstance(item_id, str) else item_id_for("fc", turn.seed, f"call:{len(items)}"),
+                "type": "function_call",
+                "status": "completed",
+                "arguments": dumps(dict(part.arguments)),
+                "call_id": part.id,
+                "name": part.name,
+            }
+            items.append(item)
+            written.append(
+                f'{{"id":{_json(item["id"])},"type":"function_call","status":"completed","arguments":'
+                f'{quote(item["arguments"])},"call_id":{_json(part.id)},"name":{_json(part.name)}}}'
             )
     flush()
-    return items
+    return items, f"[{','.join(written)}]"
+
+
+_OUTPUT_TEXT = '{"type":"output_text","annotations":[],"logprobs":[],"text":'
+_REFUSAL = '{"type":"refusal","refusal":'
 
 
 def text_part(text: str) -> dict[str, Any]:
