@@ -92,9 +92,9 @@ def add_options(parser: pytest.Parser) -> None:
         dest="sandbox_lanes",
         type=int,
         choices=(1, 2, 3),
-        default=3,
+        default=2,
         metavar="N",
-        help="grade in up to N processes at once, each challenge whole in one, reported in order (default 3, at "
+        help="grade in up to N processes at once, each challenge whole in one, reported in order (default 2; at "
         "most one more than the machine has cores; one on a one-core machine, and whenever the run may stop early).",
     )
     group.addoption(
