@@ -40,15 +40,15 @@ def _cold_memos() -> Iterator[None]:
         memo.cache_clear()
 
 
-def _streamed(engine: Engine, provider: str, name: str, *, reasoning: bool) -> list[Exchange]:
-    """The streamed answers of one tool loop of `name`, played to its end (at most 6 rounds)."""
+def _answers(engine: Engine, provider: str, name: str, *, reasoning: bool, stream: bool = True) -> list[Exchange]:
+    """The answers of one tool loop of `name`, played to its end (at most 6 rounds)."""
     transport = sandbox.transport(engine=engine)
     client = skyl.Client(provider, transport=transport)
     scenario = engine.scenarios[name]
     req = skyl.Request(
         model=name, messages=[skyl.user_text(scenario.prompt)], tools=list(scenario.tools), reasoning=reasoning
     )
-    play_loop(client, req, stream=True, result=lambda call: f'{call.name} \u00e9 "ok" {json.dumps(call.arguments)}')
+    play_loop(client, req, stream=stream, result=lambda call: f'{call.name} \u00e9 "ok" {json.dumps(call.arguments)}')
     return [exchange for exchange in transport.journal if exchange.status == 200 and exchange.turn is not None]
 
 
@@ -71,7 +71,7 @@ def test_stream_frames_are_what_a_cold_memo_writes_for_every_scenario(provider: 
     answered = 0
     for name in sorted(catalogue()):
         for _ in range(2):
-            for exchange in _streamed(Engine(), provider, name, reasoning=reasoning):
+            for exchange in _answers(Engine(), provider, name, reasoning=reasoning):
                 assert exchange.turn is not None and exchange.conversation is not None
                 warm = list(exchange.chunks)
                 MEMOS[provider].cache_clear()
@@ -80,6 +80,24 @@ def test_stream_frames_are_what_a_cold_memo_writes_for_every_scenario(provider: 
                 answered += 1
     assert answered > 80
     assert MEMOS[provider].cache_info()[0] > 0  # the last answer's frames were memoised again
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_plain_answers_are_what_a_cold_memo_writes_for_every_scenario(provider: str) -> None:
+    """The same for a plain answer's text around its id and usage (Chat, Gemini): the body from a warm
+    memo is the one written with it emptied, and the text `dumps` writes for `encode_response`."""
+    wire = get_wire_format(provider)
+    answered = 0
+    for name in sorted(catalogue()):
+        for reasoning in (False, True, False):
+            for exchange in _answers(Engine(), provider, name, reasoning=reasoning, stream=False):
+                assert exchange.turn is not None and exchange.conversation is not None
+                MEMOS[provider].cache_clear()
+                assert wire.encode_answer(exchange.turn, exchange.conversation)[0] == exchange.body, name
+                expected = dumps(wire.encode_response(exchange.turn, exchange.conversation))
+                assert exchange.body == to_bytes(expected), name
+                answered += 1
+    assert answered > 120
 
 
 def _turn(text: str = "It's 18C.", *, calls: tuple[dict[str, Any], ...] = (), **fields: Any) -> ModelTurn:
@@ -109,11 +127,18 @@ VARIANTS: list[tuple[ModelTurn, dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize("provider", STREAMED)
-def test_stream_frames_of_a_warm_memo_follow_every_input(provider: str) -> None:
-    """Each variant streamed after all the others, through one memo: its frames are those of a cold
-    memo. A key that left out one input (the model, the finish reason, the usage option, a call's
-    arguments) would hand a variant another's frames."""
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "plain"])
+def test_answers_of_a_warm_memo_follow_every_input(provider: str, stream: bool) -> None:
+    """Each variant answered after all the others, through one memo: its frames (or its plain body) are
+    those of a cold memo. A key that left out one input (the model, the finish reason, the usage option,
+    a call's arguments) would hand a variant another's frames."""
     wire = get_wire_format(provider)
+
+    def encoded(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
+        if stream:
+            return wire.encode_stream(turn, conversation)
+        return [wire.encode_answer(turn, conversation)[0]]
+
     conversations = [
         Conversation(model=options.get("model", "m"), messages=[], paths=[], tool_choice=options.get("tool_choice"),
                      raw=options.get("raw", {}), stream=True)
@@ -122,11 +147,11 @@ def test_stream_frames_of_a_warm_memo_follow_every_input(provider: str) -> None:
     cold = []
     for (turn, _), conversation in zip(VARIANTS, conversations, strict=True):
         MEMOS[provider].cache_clear()
-        cold.append(wire.encode_stream(turn, conversation))
+        cold.append(encoded(turn, conversation))
     assert len({b"".join(frames) for frames in cold}) > 8  # the variants do differ on the wire
     for _ in range(2):
         for (turn, _), conversation, expected in zip(VARIANTS, conversations, cold, strict=True):
-            assert wire.encode_stream(turn, conversation) == expected
+            assert encoded(turn, conversation) == expected
 
 
 def _body(provider: str, prompt: str) -> tuple[str, str | None, bytes]:
@@ -157,9 +182,11 @@ def test_two_senders_of_one_step_get_their_own_id_in_every_frame(provider: str) 
     the second answer's id, never the first's."""
     path, query, body = _body(provider, "What's the weather in Paris?")
     engine = Engine()
-    first, second = (engine.handle("POST", path, body, client=client, query=query) for client in ("a", "b"))
+    first = engine.handle("POST", path, body, client="a", query=query)
+    held = MEMOS[provider].cache_info()
+    second = engine.handle("POST", path, body, client="b", query=query)
     assert first.status == second.status == 200
-    assert MEMOS[provider].cache_info()[0] == 1  # one step, one entry: the second was a hit
+    assert MEMOS[provider].cache_info() == held  # the second answer's frames came from the memo
     first_ids, second_ids = _ids(first, provider), _ids(second, provider)
     assert len(set(first_ids)) == len(set(second_ids)) == 1 and first_ids[0] != second_ids[0]
     assert len(first_ids) == (len(first.chunks) - 1 if provider == "openai" else 1)
@@ -183,11 +210,12 @@ def test_usage_of_each_answer_counts_its_own_request(provider: str) -> None:
     """Two requests of one step but of different lengths: each answer's usage counts its own request,
     not the memoised one's."""
     engine = Engine()
-    exchanges = []
+    exchanges, held = [], []
     for prompt in ("Weather?", "What's the weather in Paris, and in the rest of France, this week?"):
         path, query, body = _body(provider, prompt)
         exchanges.append(engine.handle("POST", path, body, client="a", query=query))
-    assert MEMOS[provider].cache_info()[0] == 1  # one step, one entry: the second was a hit
+        held.append(MEMOS[provider].cache_info()[0])
+    assert held[0] == held[1]  # the second loop's answers came from the memo
     counts = []
     for exchange in exchanges:
         assert exchange.status == 200 and exchange.turn is not None

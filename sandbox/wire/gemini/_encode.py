@@ -37,7 +37,8 @@ _STATUS_NAMES = {
 }  # fmt: skip
 _GOOGLE_STATUSES = {*_STATUS_NAMES.values(), "UNKNOWN", "FAILED_PRECONDITION", "OUT_OF_RANGE", "ALREADY_EXISTS"}
 _MEMO = FrameMemo()
-"""A step's chunks up to their shared fields (`_heads`), by the turn's parts and its stop reason."""
+"""A step's chunks up to their shared fields (`_heads`), and a plain answer's (`_candidate`), by the
+turn's parts and its stop reason."""
 _BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -51,12 +52,24 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 
 def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, None]:
     """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from its
-    parts as a stream's frames are (`_heads`); kept state stores nothing of a Gemini answer."""
+    parts as a stream's frames are: the candidate, the same for every answer of the step, from `_MEMO`,
+    then the fields that count the request. Kept state stores nothing of a Gemini answer."""
+    content = content_key(turn.message.content, _arguments_text)
+    key = None if content is None else ("answer", content[0], turn.stop_reason, turn.raw_stop_reason)
+    found = None if key is None else _MEMO.get(key)
+    if found is None:
+        found = (_candidate(turn),)
+        if key is not None and content is not None:
+            _MEMO.put(key, found, content[1])
+    return found[0] + to_bytes(_fields_text(turn, conversation)), None
+
+
+def _candidate(turn: ModelTurn) -> bytes:
+    """A plain answer's bytes up to its shared fields."""
     parts = encode_parts(turn.message.content, fake_part)
     content = f'{{"parts":{dumps(parts)},"role":"model"}}' if parts else '{"role":"model"}'
     finish = dumps(_finish(turn))[1:-1]
-    fields = _fields_text(turn, conversation)
-    return to_bytes(f'{{"candidates":[{{"content":{content},{finish},"index":0}}],{fields}'), None
+    return to_bytes(f'{{"candidates":[{{"content":{content},{finish},"index":0}}],')
 
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
@@ -68,7 +81,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     the request); what comes before them is the same for every answer of the step and comes from
     `_MEMO` (see `sandbox.wire._frames`)."""
     content = content_key(turn.message.content, _arguments_text)
-    key = None if content is None else (content[0], turn.stop_reason, turn.raw_stop_reason)
+    key = None if content is None else ("stream", content[0], turn.stop_reason, turn.raw_stop_reason)
     heads = None if key is None else _MEMO.get(key)
     if heads is None:
         heads = _heads(turn)

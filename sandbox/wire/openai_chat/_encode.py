@@ -66,23 +66,37 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 
 def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, None]:
     """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from the
-    parts that change: the envelope's fixed fields are written once here, not built as a dict and
-    encoded per answer. Kept state stores nothing of a Chat Completions answer."""
+    parts that change: the answer's id and its usage figures, between the text of the rest, which is
+    the same for every answer of the step and comes from `_MEMO` (`_answer_parts`). Kept state stores
+    nothing of a Chat Completions answer."""
+    model = conversation.model
+    finish = _finish_reason(turn, conversation)
+    content = content_key(turn.message.content)
+    key = None if content is None else ("answer", content[0], model, finish)
+    parts = None if key is None else _MEMO.get(key)
+    if parts is None:
+        parts = _answer_parts(turn, model, finish)
+        if key is not None and content is not None:
+            _MEMO.put(key, parts, content[1] + len(model))
+    usage = turn.usage
+    figures = f'{usage.input_tokens},"completion_tokens":{usage.output_tokens},"total_tokens":{usage.total_tokens},'
+    middle, end = parts
+    return b"".join((b'{"id":"', _completion_id(turn).encode(), middle, figures.encode(), end)), None
+
+
+def _answer_parts(turn: ModelTurn, model: str, finish: str) -> tuple[bytes, bytes]:
+    """A plain answer's bytes between its id and its first usage figure, and after the last figure."""
     calls = turn.message.tool_calls()
     text = turn.message.text()
     content = quote(text) if text or not calls else "null"
     tool_calls = f',"tool_calls":[{",".join(map(_call_text, calls))}]' if calls else ""
-    usage = turn.usage
-    model = conversation.model
-    return to_bytes(
-        f'{{"id":"{_completion_id(turn)}","object":"chat.completion",'
-        f'"created":{CREATED_AT},"model":{quote(model)},"choices":[{{"index":0,"message":{{"role":"assistant",'
-        f'"content":{content},"refusal":null,"annotations":[]{tool_calls}}},"logprobs":null,'
-        f'"finish_reason":{dumps(_finish_reason(turn, conversation))}}}],"usage":{{"prompt_tokens":'
-        f'{usage.input_tokens},"completion_tokens":{usage.output_tokens},"total_tokens":{usage.total_tokens},'
-        f"{_USAGE_DETAILS}}},"
-        f'"service_tier":"default","system_fingerprint":"{_fingerprint(model)}"}}'
-    ), None
+    middle = (
+        f'","object":"chat.completion","created":{CREATED_AT},"model":{quote(model)},"choices":[{{"index":0,'
+        f'"message":{{"role":"assistant","content":{content},"refusal":null,"annotations":[]{tool_calls}}},'
+        f'"logprobs":null,"finish_reason":{dumps(finish)}}}],"usage":{{"prompt_tokens":'
+    )
+    end = f'{_USAGE_DETAILS}}},"service_tier":"default","system_fingerprint":"{_fingerprint(model)}"}}'
+    return to_bytes(middle), to_bytes(end)
 
 
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
@@ -98,7 +112,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     model = conversation.model
     finish = _finish_reason(turn, conversation)
     content = content_key(turn.message.content)
-    key = None if content is None else (content[0], model, finish, usage)
+    key = None if content is None else ("stream", content[0], model, finish, usage)
     tails = None if key is None else _MEMO.get(key)
     if tails is None:
         tails = _tails(turn, model, finish, usage)
@@ -229,6 +243,7 @@ def _call_text(call: ToolCall) -> str:
 _DONE = sse_frame("[DONE]")
 _MEMO = FrameMemo()
 """A step's chunks after their id (`_tails`), by the turn's parts, the model, the finish reason and
-whether usage was asked for."""
+whether usage was asked for; a plain answer's text around its id and usage (`_answer_parts`), by the
+turn's parts, the model and the finish reason."""
 _USAGE_DETAILS = dumps({key: value for key, value in _encode_usage(Usage()).items() if key.endswith("_details")})[1:-1]
 """The usage's fixed breakdowns as JSON text (`"prompt_tokens_details":{...},...`), written once."""
