@@ -18,7 +18,8 @@ from sandbox._catalogue import catalogue
 from sandbox._engine import Engine, Exchange
 from sandbox._types import Message, Reasoning, StopReason, Text, ToolCall, Usage
 from sandbox.wire import Conversation, ModelTurn, get_wire_format
-from sandbox.wire._frames import CONTENT_LIMIT, FrameMemo, content_key
+from sandbox.wire._frames import CONTENT_LIMIT, content_key, keep_frames
+from sandbox.wire._memo import Memo
 from sandbox.wire._sse import dumps, iter_sse, to_bytes
 from sandbox.wire.anthropic import _encode as anthropic_encode
 from sandbox.wire.gemini import _encode as gemini_encode
@@ -79,7 +80,7 @@ def test_stream_frames_are_what_a_cold_memo_writes_for_every_scenario(provider: 
                 assert [_redumped(chunk, provider) for chunk in warm] == warm, (name, exchange.step)
                 answered += 1
     assert answered > 80
-    assert MEMOS[provider].cache_info()[0] > 0  # the last answer's frames were memoised again
+    assert MEMOS[provider].cache_info() > 0  # the last answer's frames were memoised again
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
@@ -183,10 +184,10 @@ def test_two_senders_of_one_step_get_their_own_id_in_every_frame(provider: str) 
     path, query, body = _body(provider, "What's the weather in Paris?")
     engine = Engine()
     first = engine.handle("POST", path, body, client="a", query=query)
-    held = MEMOS[provider].cache_info()
+    held = MEMOS[provider].cache_info(), MEMOS[provider].held
     second = engine.handle("POST", path, body, client="b", query=query)
     assert first.status == second.status == 200
-    assert MEMOS[provider].cache_info() == held  # the second answer's frames came from the memo
+    assert (MEMOS[provider].cache_info(), MEMOS[provider].held) == held  # the second answer's frames came from the memo
     first_ids, second_ids = _ids(first, provider), _ids(second, provider)
     assert len(set(first_ids)) == len(set(second_ids)) == 1 and first_ids[0] != second_ids[0]
     assert len(first_ids) == (len(first.chunks) - 1 if provider == "openai" else 1)
@@ -214,7 +215,7 @@ def test_usage_of_each_answer_counts_its_own_request(provider: str) -> None:
     for prompt in ("Weather?", "What's the weather in Paris, and in the rest of France, this week?"):
         path, query, body = _body(provider, prompt)
         exchanges.append(engine.handle("POST", path, body, client="a", query=query))
-        held.append(MEMOS[provider].cache_info()[0])
+        held.append(MEMOS[provider].cache_info())
     assert held[0] == held[1]  # the second loop's answers came from the memo
     counts = []
     for exchange in exchanges:
@@ -232,7 +233,7 @@ def test_a_long_answer_is_not_memoised(provider: str) -> None:
     text = "x\u00e9" * (2 << 20)
     conversation = Conversation(model="m", messages=[], paths=[], stream=True)
     frames = get_wire_format(provider).encode_stream(_turn(text), conversation)
-    assert MEMOS[provider].cache_info() == (0, 0)
+    assert MEMOS[provider].cache_info() == 0 and MEMOS[provider].held == 0
     events = [json.loads(event.data) for event in iter_sse(frames) if event.data != "[DONE]"]
     if provider == "openai":
         sent = "".join(event["choices"][0]["delta"].get("content") or "" for event in events if event["choices"])
@@ -242,7 +243,7 @@ def test_a_long_answer_is_not_memoised(provider: str) -> None:
         sent = "".join(part["text"] for event in events for part in event["candidates"][0]["content"]["parts"])
     assert sent == text
     assert get_wire_format(provider).encode_stream(_turn("short"), conversation)
-    assert MEMOS[provider].cache_info()[0] == 1  # a short one is
+    assert MEMOS[provider].cache_info() == 1  # a short one is
 
 
 def test_content_key_declines_long_or_foreign_parts() -> None:
@@ -255,18 +256,13 @@ def test_content_key_declines_long_or_foreign_parts() -> None:
     assert content_key([thought, Text("a")]) != content_key([Text("a")])
 
 
-def test_memo_is_bounded_in_entries_and_bytes() -> None:
-    memo = FrameMemo(entries=3, max_bytes=1000, entry_bytes=400)
-    for index in range(5):
-        memo.put(index, (b"x" * 10,), 0)
-    assert memo.cache_info() == (3, 30)
-    assert [memo.get(index) for index in range(5)] == [None, None, (b"x" * 10,), (b"x" * 10,), (b"x" * 10,)]
-    memo.put("big", (b"y" * 350,), 40)  # 390 bytes with its key: kept, within 1000
-    memo.put("bigger", (b"y" * 350,), 60)  # 410: over one entry's bound, not kept
-    assert memo.get("big") is not None and memo.get("bigger") is None
-    for index in range(5, 9):
-        memo.put(index, (b"z" * 300,), 0)
-    entries, size = memo.cache_info()
-    assert size <= 1000 and entries <= 3 and memo.get(8) == (b"z" * 300,)
-    memo.cache_clear()
-    assert memo.cache_info() == (0, 0) and memo.get(8) is None
+def test_frames_are_counted_with_their_key() -> None:
+    """`keep_frames` counts an entry as its frames' bytes and its key's characters (the memo's own
+    bounds are tests/test_responses_memo.py's)."""
+    memo: Memo[tuple[bytes, ...]] = Memo(entries=3, max_bytes=1000, largest=400)
+    keep_frames(memo, "big", (b"y" * 350,), 40)  # 390 bytes with its key: kept
+    keep_frames(memo, "bigger", (b"y" * 350,), 60)  # 410: over one entry's bound, not kept
+    assert memo.get("big") == (b"y" * 350,) and memo.get("bigger") is None and memo.held == 390
+    for index in range(3):
+        keep_frames(memo, index, (b"z" * 300,), 0)
+    assert memo.held <= 1000 and memo.cache_info() <= 3 and memo.get(2) == (b"z" * 300,)

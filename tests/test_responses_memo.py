@@ -12,8 +12,8 @@ import pytest
 
 from sandbox import Engine
 from sandbox._types import wire_message, wire_text
+from sandbox.wire._memo import Memo
 from sandbox.wire.openai_responses import _stream
-from sandbox.wire.openai_responses._memo import Memo
 
 RESPONSES = "/v1/responses"
 _TOOL = {

@@ -9,20 +9,20 @@ finish reason, the request's stream options), and puts each answer's own parts i
 memo is a pure function of its key, so a hit is the text a miss would write; it holds no id, so one
 answer's id never reaches another's frames.
 
-Bounded in entries and in bytes, and a turn whose parts are long (a 4 MiB quoted tool result) is
+Bounded in entries and in bytes (`_memo.Memo`), and a turn whose parts are long (a 4 MiB quoted tool result) is
 never memoised: such a stream is written per answer, as before. Touches nothing but itself.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from .._types import Part, Reasoning, Text, ToolCall
+from ._memo import Memo
 from ._sse import dumps
 
-__all__ = ["CONTENT_LIMIT", "FrameMemo", "arguments_text", "content_key"]
+__all__ = ["CONTENT_LIMIT", "arguments_text", "content_key", "frame_memo", "keep_frames"]
 
 CONTENT_LIMIT = 8192
 """A turn whose parts hold more characters than this is not memoised: its frames are mostly its own
@@ -65,45 +65,12 @@ def content_key(
     return tuple(key), size
 
 
-class FrameMemo:
-    """Frames (or the parts of frames a format joins per answer) by key: at most `entries` of them and
-    `max_bytes` in all (the frames' bytes and the key's characters), the oldest dropped first; an entry
-    over `entry_bytes` is not kept. Thread-safe: a door may answer from several threads."""
+def frame_memo() -> Memo[tuple[bytes, ...]]:
+    """A wire format's memo of frames (or the parts of frames it joins per answer): 1,024 entries and
+    4 MiB at most, no entry over 64 KiB (its frames' bytes and its key's characters)."""
+    return Memo(entries=1024, max_bytes=4 << 20, largest=64 << 10)
 
-    def __init__(self, *, entries: int = 1024, max_bytes: int = 4 << 20, entry_bytes: int = 64 << 10) -> None:
-        self.entries = entries
-        self.max_bytes = max_bytes
-        self.entry_bytes = entry_bytes
-        self._frames: dict[Hashable, tuple[tuple[bytes, ...], int]] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.cache_info = self._info
-        """How many entries the memo holds and their bytes."""
-        self.cache_clear = self._clear
-        """Empties the memo (attributes of the memo, not of its class, as a `functools` memo has them:
-        what empties every memo of the sandbox finds them on the instance)."""
 
-    def get(self, key: Hashable) -> tuple[bytes, ...] | None:
-        found = self._frames.get(key)
-        return None if found is None else found[0]
-
-    def put(self, key: Hashable, frames: tuple[bytes, ...], key_size: int) -> None:
-        """Keep `frames` under `key` (whose text is `key_size` characters) if they fit the bounds."""
-        size = key_size + sum(map(len, frames))
-        if size > self.entry_bytes:
-            return
-        with self._lock:
-            if key in self._frames:
-                return
-            while self._frames and (len(self._frames) >= self.entries or self._bytes + size > self.max_bytes):
-                self._bytes -= self._frames.pop(next(iter(self._frames)))[1]
-            self._frames[key] = (frames, size)
-            self._bytes += size
-
-    def _info(self) -> tuple[int, int]:
-        return len(self._frames), self._bytes
-
-    def _clear(self) -> None:
-        with self._lock:
-            self._frames.clear()
-            self._bytes = 0
+def keep_frames(memo: Memo[tuple[bytes, ...]], key: Hashable, frames: tuple[bytes, ...], key_size: int) -> None:
+    """Keep `frames` under `key` (whose text is `key_size` characters), counted with their bytes."""
+    memo.put(key, frames, key_size + sum(map(len, frames)))

@@ -24,7 +24,7 @@ from .._base import (
     stable_token,
     unique_token,
 )
-from .._frames import FrameMemo, content_key
+from .._frames import content_key, frame_memo, keep_frames
 from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import ERROR_TYPES, WIRE_STOP, wire_blocks
 from ._reasoning import stream_deltas, stream_start
@@ -146,7 +146,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     if blocks is None:
         blocks = _blocks_frames(turn.message)
         if content is not None:
-            _MEMO.put(content[0], blocks, content[1])
+            keep_frames(_MEMO, content[0], blocks, content[1])
     start = (
         f'event: message_start\ndata: {{"type":"message_start","message":{{"model":{quote(conversation.model)},'
         f'"id":"{_message_id(turn)}","type":"message","role":"assistant","content":[],"stop_reason":null,'
@@ -200,7 +200,7 @@ def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
 
 _PING = sse_frame(dumps({"type": "ping"}), event="ping")
 _STOP = _frame("message_stop", {})
-_MEMO = FrameMemo()
+_MEMO = frame_memo()
 """A step's content block frames (`_blocks_frames`), by the turn's parts."""
 
 

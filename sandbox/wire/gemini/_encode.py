@@ -21,7 +21,7 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._frames import FrameMemo, content_key
+from .._frames import content_key, frame_memo, keep_frames
 from .._sse import dumps, quote, to_bytes
 from ._client import _plain, encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
@@ -36,7 +36,7 @@ _STATUS_NAMES = {
     503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
 }  # fmt: skip
 _GOOGLE_STATUSES = {*_STATUS_NAMES.values(), "UNKNOWN", "FAILED_PRECONDITION", "OUT_OF_RANGE", "ALREADY_EXISTS"}
-_MEMO = FrameMemo()
+_MEMO = frame_memo()
 """A step's chunks up to their shared fields (`_heads`), and a plain answer's (`_candidate`), by the
 turn's parts and its stop reason."""
 _BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
@@ -60,7 +60,7 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, N
     if found is None:
         found = (_candidate(turn),)
         if key is not None and content is not None:
-            _MEMO.put(key, found, content[1])
+            keep_frames(_MEMO, key, found, content[1])
     return found[0] + to_bytes(_fields_text(turn, conversation)), None
 
 
@@ -86,7 +86,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     if heads is None:
         heads = _heads(turn)
         if key is not None and content is not None:
-            _MEMO.put(key, heads, content[1])
+            keep_frames(_MEMO, key, heads, content[1])
     tail = to_bytes(f',"index":0}}],{_fields_text(turn, conversation)}\r\n\r\n')
     return [head + tail for head in heads]
 

@@ -19,7 +19,7 @@ from .._base import (
     stable_token,
     unique_token,
 )
-from .._frames import FrameMemo, content_key
+from .._frames import content_key, frame_memo, keep_frames
 from .._openai import openai_error
 from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import encode_call
@@ -77,7 +77,7 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, N
     if parts is None:
         parts = _answer_parts(turn, model, finish)
         if key is not None and content is not None:
-            _MEMO.put(key, parts, content[1] + len(model))
+            keep_frames(_MEMO, key, parts, content[1] + len(model))
     usage = turn.usage
     figures = f'{usage.input_tokens},"completion_tokens":{usage.output_tokens},"total_tokens":{usage.total_tokens},'
     middle, end = parts
@@ -117,7 +117,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     if tails is None:
         tails = _tails(turn, model, finish, usage)
         if key is not None and content is not None:
-            _MEMO.put(key, tails, content[1] + len(model))
+            keep_frames(_MEMO, key, tails, content[1] + len(model))
     head = b'data: {"id":"' + _completion_id(turn).encode()
     frames = [head + tail for tail in tails]
     if usage:  # the last chunk's usage, which counts the request
@@ -241,7 +241,7 @@ def _call_text(call: ToolCall) -> str:
 
 
 _DONE = sse_frame("[DONE]")
-_MEMO = FrameMemo()
+_MEMO = frame_memo()
 """A step's chunks after their id (`_tails`), by the turn's parts, the model, the finish reason and
 whether usage was asked for; a plain answer's text around its id and usage (`_answer_parts`), by the
 turn's parts, the model and the finish reason."""

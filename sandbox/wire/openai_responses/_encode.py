@@ -19,9 +19,9 @@ from .._base import (
     Conversation,
     ModelTurn,
 )
+from .._memo import Memo
 from .._sse import dumps, quote, to_bytes
 from ._ids import item_id_for, response_id
-from ._memo import Memo
 
 __all__ = ["Answer", "encode_answer", "encode_response", "refusal_part", "text_part"]
 

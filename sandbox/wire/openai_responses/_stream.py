@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._base import Conversation, ModelTurn, split_fragments, stable_token
+from .._memo import Memo
 from .._sse import dumps, quote, sse_frame
 from ._encode import Answer, refusal_part, text_part
-from ._memo import Memo
 from ._reasoning import stream_item
 
 __all__ = ["encode_stream", "stream_answer"]

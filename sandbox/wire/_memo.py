@@ -1,6 +1,7 @@
-"""A bounded memo for the parts of a Responses answer that many answers share (a step's stream frames):
-the room's learners run the same scenario, so their answers at one step are the same but for the ids
-that name each answer, and writing those parts once saves most of an answer's cost.
+"""A bounded memo for the parts of answers that many answers share (a step's stream frames, a plain
+answer's text around its id, the request fields a Responses answer echoes): the room's learners run
+the same scenario, so their answers at one step are the same but for the ids that name each answer
+and the figures that count each request, and writing the rest once saves most of an answer's cost.
 
 Touches nothing but itself. What it holds must be a pure function of its key (the caller's contract:
 no id of one answer may be part of a value, only what every answer with that key shares), and
