@@ -22,7 +22,7 @@ from .._types import Part, Reasoning, Text, ToolCall
 from ._memo import Memo
 from ._sse import dumps
 
-__all__ = ["CONTENT_LIMIT", "arguments_text", "content_key", "frame_memo", "keep_frames"]
+__all__ = ["CONTENT_LIMIT", "arguments_text", "content_key", "frame_memo", "keep_frames", "memoised_frames"]
 
 CONTENT_LIMIT = 8192
 """A turn whose parts hold more characters than this is not memoised: its frames are mostly its own
@@ -74,3 +74,23 @@ def frame_memo() -> Memo[tuple[bytes, ...]]:
 def keep_frames(memo: Memo[tuple[bytes, ...]], key: Hashable, frames: tuple[bytes, ...], key_size: int) -> None:
     """Keep `frames` under `key` (whose text is `key_size` characters), counted with their bytes."""
     memo.put(key, frames, key_size + sum(map(len, frames)))
+
+
+def memoised_frames(
+    memo: Memo[tuple[bytes, ...]],
+    tag: tuple[Any, ...],
+    content: tuple[tuple[Any, ...], int] | None,
+    write: Callable[[], tuple[bytes, ...]],
+    key_size: int = 0,
+) -> tuple[bytes, ...]:
+    """`write()`, from `memo` when a turn of the same `content` (`content_key`'s) and the same `tag`
+    (what else the frames were written from, `key_size` characters of it) was written already; a turn
+    with no content key is written every time."""
+    if content is None:
+        return write()
+    key = (*tag, content[0])
+    frames = memo.get(key)
+    if frames is None:
+        frames = write()
+        keep_frames(memo, key, frames, content[1] + key_size)
+    return frames

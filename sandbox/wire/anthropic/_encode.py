@@ -24,7 +24,7 @@ from .._base import (
     stable_token,
     unique_token,
 )
-from .._frames import content_key, frame_memo, keep_frames
+from .._frames import content_key, frame_memo, memoised_frames
 from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import ERROR_TYPES, WIRE_STOP, wire_blocks
 from ._reasoning import stream_deltas, stream_start
@@ -141,12 +141,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     blocks' frames are the same for every answer of the step and come from `_MEMO` (see
     `sandbox.wire._frames`); `message_start` (the answer's id, the usage) and `message_delta` (the
     usage) are written per answer, as `_frame` writes them."""
-    content = content_key(turn.message.content)
-    blocks = None if content is None else _MEMO.get(content[0])
-    if blocks is None:
-        blocks = _blocks_frames(turn.message)
-        if content is not None:
-            keep_frames(_MEMO, content[0], blocks, content[1])
+    blocks = memoised_frames(_MEMO, (), content_key(turn.message.content), lambda: _blocks_frames(turn.message))
     start = (
         f'event: message_start\ndata: {{"type":"message_start","message":{{"model":{quote(conversation.model)},'
         f'"id":"{_message_id(turn)}","type":"message","role":"assistant","content":[],"stop_reason":null,'

@@ -21,7 +21,7 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._frames import content_key, frame_memo, keep_frames
+from .._frames import content_key, frame_memo, memoised_frames
 from .._sse import dumps, quote, to_bytes
 from ._client import _plain, encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
@@ -55,13 +55,9 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, N
     parts as a stream's frames are: the candidate, the same for every answer of the step, from `_MEMO`,
     then the fields that count the request. Kept state stores nothing of a Gemini answer."""
     content = content_key(turn.message.content, _arguments_text)
-    key = None if content is None else ("answer", content[0], turn.stop_reason, turn.raw_stop_reason)
-    found = None if key is None else _MEMO.get(key)
-    if found is None:
-        found = (_candidate(turn),)
-        if key is not None and content is not None:
-            keep_frames(_MEMO, key, found, content[1])
-    return found[0] + to_bytes(_fields_text(turn, conversation)), None
+    tag = ("answer", turn.stop_reason, turn.raw_stop_reason)
+    (candidate,) = memoised_frames(_MEMO, tag, content, lambda: (_candidate(turn),))
+    return candidate + to_bytes(_fields_text(turn, conversation)), None
 
 
 def _candidate(turn: ModelTurn) -> bytes:
@@ -81,12 +77,8 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     the request); what comes before them is the same for every answer of the step and comes from
     `_MEMO` (see `sandbox.wire._frames`)."""
     content = content_key(turn.message.content, _arguments_text)
-    key = None if content is None else ("stream", content[0], turn.stop_reason, turn.raw_stop_reason)
-    heads = None if key is None else _MEMO.get(key)
-    if heads is None:
-        heads = _heads(turn)
-        if key is not None and content is not None:
-            keep_frames(_MEMO, key, heads, content[1])
+    tag = ("stream", turn.stop_reason, turn.raw_stop_reason)
+    heads = memoised_frames(_MEMO, tag, content, lambda: _heads(turn))
     tail = to_bytes(f',"index":0}}],{_fields_text(turn, conversation)}\r\n\r\n')
     return [head + tail for head in heads]
 

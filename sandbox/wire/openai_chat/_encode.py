@@ -19,7 +19,7 @@ from .._base import (
     stable_token,
     unique_token,
 )
-from .._frames import content_key, frame_memo, keep_frames
+from .._frames import content_key, frame_memo, memoised_frames
 from .._openai import openai_error
 from .._sse import dumps, quote, sse_frame, to_bytes
 from ._client import encode_call
@@ -72,12 +72,9 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, N
     model = conversation.model
     finish = _finish_reason(turn, conversation)
     content = content_key(turn.message.content)
-    key = None if content is None else ("answer", content[0], model, finish)
-    parts = None if key is None else _MEMO.get(key)
-    if parts is None:
-        parts = _answer_parts(turn, model, finish)
-        if key is not None and content is not None:
-            keep_frames(_MEMO, key, parts, content[1] + len(model))
+    parts = memoised_frames(
+        _MEMO, ("answer", model, finish), content, lambda: _answer_parts(turn, model, finish), len(model)
+    )
     usage = turn.usage
     figures = f'{usage.input_tokens},"completion_tokens":{usage.output_tokens},"total_tokens":{usage.total_tokens},'
     middle, end = parts
@@ -112,12 +109,8 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     model = conversation.model
     finish = _finish_reason(turn, conversation)
     content = content_key(turn.message.content)
-    key = None if content is None else ("stream", content[0], model, finish, usage)
-    tails = None if key is None else _MEMO.get(key)
-    if tails is None:
-        tails = _tails(turn, model, finish, usage)
-        if key is not None and content is not None:
-            keep_frames(_MEMO, key, tails, content[1] + len(model))
+    tag = ("stream", model, finish, usage)
+    tails = memoised_frames(_MEMO, tag, content, lambda: _tails(turn, model, finish, usage), len(model))
     head = b'data: {"id":"' + _completion_id(turn).encode()
     frames = [head + tail for tail in tails]
     if usage:  # the last chunk's usage, which counts the request
