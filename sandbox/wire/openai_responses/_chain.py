@@ -10,13 +10,13 @@ the first continuation walks the items, once, for every continuation after it.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..._types import Message, Part, Role, assembled
 from .._base import WireError
+from .._json import loads
 
 if TYPE_CHECKING:
     from ._parse import _Parser
@@ -85,13 +85,21 @@ def walk_answer(parser: _Parser, output: list[Any]) -> Walked | None:
     """The chain after `parser`'s request (walked with `run`) and its answer's `output` items, for the
     next continuation; None if the items do not walk as input (the next continuation then walks the
     whole chain)."""
-    sent = parser.data["input"]
-    if not isinstance(sent, list):
-        return None  # a string `input` is `input[0]` in a continuation's history: walked again then
+    start = _answer_start(parser)
+    if start is None:
+        return None
     try:
-        return _walk_on(parser, output, parser.chain.items + len(sent))
+        return _walk_on(parser, output, start)
     except WireError:
         return None
+
+
+def _answer_start(parser: _Parser) -> int | None:
+    """Where the answer's items start in the chain after `parser`'s request: after its own `input`
+    list; None for a string `input`, which is `input[0]` in a continuation's history and is walked
+    again then, so no walk goes on from it."""
+    sent = parser.data["input"]
+    return parser.chain.items + len(sent) if isinstance(sent, list) else None
 
 
 class LaterWalk:
@@ -120,10 +128,8 @@ class LaterWalk:
     def after(cls, parser: _Parser, output: list[Any], reply: bytes) -> LaterWalk | None:
         """The walk to come after `parser`'s request and its answer; None where `walk_answer` would
         give none for certain (a string `input`)."""
-        sent = parser.data["input"]
-        if not isinstance(sent, list):
-            return None  # a string `input` is `input[0]` in a continuation's history: walked again then
-        return cls(parser, output, reply, parser.chain.items + len(sent))
+        start = _answer_start(parser)
+        return None if start is None else cls(parser, output, reply, start)
 
     def walk(self) -> Walked | None:
         """The chain after the request and its answer (`walk_answer`'s), walked once; None if the items
@@ -133,9 +139,9 @@ class LaterWalk:
             if parser is not None:
                 self._parser = None
                 try:
-                    items = json.loads("[" + self._reply.decode("utf-8", "surrogatepass") + "]")
+                    items = loads(b"[" + self._reply + b"]")
                     self._walked = _walk_on(parser, items, self._start) if isinstance(items, list) else None
-                except (ValueError, WireError):
+                except (ValueError, RecursionError, WireError):  # not items a walk can read: walked whole
                     self._walked = None
                 self._reply = b""
             return self._walked
