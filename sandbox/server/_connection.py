@@ -88,7 +88,7 @@ class Connection(Watch, asyncio.Protocol):
         self.unflushed: bytes | None = None
         """Answers made but not yet written (see `Pool.defer`)."""
         self._answering = False
-        """Inside `_next`'s loop (which `_finish` must not start again)."""
+        """Inside `answer_queued`'s loop (which `_finish` must not start again)."""
         self._waiting = False
         """Idle after an answer: the first byte of a next head turns the keep-alive deadline into
         the head deadline."""
@@ -143,11 +143,7 @@ class Connection(Watch, asyncio.Protocol):
             # (see `sandbox._tcp`). A whole request needs no ACK of its own: its answer carries one.
             quick_ack(self._socket)
         if self.queue:
-            # On the loop's next step, after every connection ready at this one has been read and
-            # parsed: with many clients, parsing them all and then answering them one after the
-            # other costs less CPU than answering each read at once (about 10 % a request at 16
-            # clients, in alternating runs), likely as each kind of work finds its code still cached.
-            self.loop.call_soon(self._next)
+            self.connections.ready(self)  # answered at the loop's next step, with the others read at this one
 
     def eof_received(self) -> bool | None:
         """The client will send no more. Finish what it asked (half-close), then close."""
@@ -166,7 +162,7 @@ class Connection(Watch, asyncio.Protocol):
         self._drained.set()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
-            self._next()
+            self.answer_queued()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._deadline = self._write_check = NEVER
@@ -248,7 +244,7 @@ class Connection(Watch, asyncio.Protocol):
 
     # -- answering ------------------------------------------------------------------------------------
 
-    def _next(self) -> None:
+    def answer_queued(self) -> None:
         """Answer the requests in line, until one is answered elsewhere (a task, a worker thread) or
         the client is behind. A loop, not a recursion through `_finish`: a client may pipeline
         thousands of requests in one read."""
@@ -376,7 +372,7 @@ class Connection(Watch, asyncio.Protocol):
         self._set(self.limits.keep_alive, self._cut_silent)
         self._waiting = True
         self._watch_writes()
-        self._next()
+        self.answer_queued()
 
     def _answer_now(self, request: Request, reply: Reply) -> None:
         """An answer sent before the request was read to its end (a 413, a 408): the connection closes."""

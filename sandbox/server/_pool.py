@@ -25,23 +25,50 @@ class Pool:
     slow connections holds every descriptor. So at the cap the oldest connections with nothing in
     flight (no answer being made or sent) are closed, a batch at a time, to make room."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, loop: asyncio.AbstractEventLoop) -> None:
         self.cap = cap
+        self.loop = loop
         self.open: dict[Connection, None] = {}  # oldest first
         self.freed = False
         """An unread answer was dropped since the last sweep: give its memory back to the system."""
         self.deferred: list[Connection] = []
+        self.waiting: list[Connection] = []
+        """Connections with whole requests in line, to answer at the loop's next step (see `ready`)."""
+        self._stepping = False
         self._since = 0.0
+
+    def ready(self, connection: Connection) -> None:
+        """Answer `connection`'s requests on the loop's next step, after every connection ready at
+        this one has been read and parsed: with many clients, parsing them all and then answering
+        them one after the other costs less CPU than answering each read at once (about 10 % a
+        request at 16 clients, in alternating runs), likely as each kind of work finds its code
+        still cached. One step answers them all and then writes every answer (`defer`), so one
+        client alone waits one step of the loop, not one for its answer and one for its write."""
+        if not self.waiting:
+            self.loop.call_soon(self._step)
+        self.waiting.append(connection)
+
+    def _step(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        self._stepping = True
+        try:
+            for connection in waiting:
+                connection.answer_queued()
+        finally:
+            self._stepping = False
+            self.flush()
 
     def defer(self, connection: Connection) -> None:
         """Hold `connection`'s answer until the other connections ready at this step of the loop are
         answered too (at most `HOLD` seconds of their work), then write them all. With many clients
         this costs less CPU a request (9-18 % at 16 and 64 clients, in alternating runs): the
         write path is run many times in a row, and a sleeping client is woken once for several
-        answers rather than once for each. One client alone waits only for the loop's next step."""
+        answers rather than once for each. An answer made outside a step (by a task, a worker
+        thread) is written at the loop's next step."""
         if not self.deferred:
             self._since = time.perf_counter()
-            asyncio.get_running_loop().call_soon(self.flush)
+            if not self._stepping:
+                self.loop.call_soon(self.flush)
         self.deferred.append(connection)
         if time.perf_counter() - self._since > HOLD:
             self.flush()

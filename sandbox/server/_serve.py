@@ -129,7 +129,7 @@ async def _run(
 ) -> None:
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_loop_exception)
-    connections = Pool(_connection_cap())
+    connections = Pool(_connection_cap(), loop)
     server = await loop.create_server(lambda: Connection(front, limits, connections, app), sock=sock, backlog=BACKLOG)
     signals = [signal.SIGTERM, signal.SIGINT] if on_signals else []
     for number in signals:
