@@ -19,6 +19,7 @@ from .._base import (
     Conversation,
     ModelTurn,
 )
+from .._compact import compact_key
 from .._memo import Memo
 from .._sse import dumps, quote, to_bytes
 from ._ids import item_id_for, response_id
@@ -56,7 +57,7 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, d
 
 
 _ECHOES: Memo[tuple[str, str, str]] = Memo(entries=256, max_bytes=2 * 1024 * 1024, largest=64 * 1024)
-"""The JSON text of the request's echoed fields -> `Answer`'s texts of them (see `_echoed`)."""
+"""The JSON text of the request's echoed fields (`compact_key`) -> `Answer`'s texts of them (see `_echoed`)."""
 _ECHOED = (
     "instructions",
     "max_output_tokens",
@@ -77,11 +78,14 @@ def _echoed(conversation: Conversation, *, reasoning: bool) -> tuple[str, str, s
     a pure function of the echoed fields' JSON text, the model and whether the answer reasons
     (`conversation.tools` is the reading of `tools`), so a room's requests with the same options and
     tools (every learner's, every round of a loop) have them written once. The key is JSON text, not
-    the values, as `1` and `1.0` (and `true`) are equal keys and different echoes."""
+    the values, as `1` and `1.0` (and `true`) are equal keys and different echoes (`compact_key`:
+    the fields sent, without nulls, whose echo is an absent field's, and which it would send to
+    `json`'s encoder)."""
     raw = conversation.raw
     key = None
     if raw.get("previous_response_id") is None and raw.get("conversation") is None:
-        key = dumps([conversation.model, reasoning, *[raw.get(name) for name in _ECHOED]])
+        sent = {name: raw[name] for name in _ECHOED if raw.get(name) is not None}  # null or absent: one echo
+        key = compact_key((conversation.model, reasoning, sent))
         found = _ECHOES.get(key)
         if found is not None:
             return found
