@@ -37,8 +37,6 @@ and sign deleted: `:-1.5e-07` reads `:...`), and `null` (which may have been a N
 with an `n`: so where orjson's text may not be `json`'s, its text so translated holds `:.`. Text in
 a string that reads so (`"yes,no"`) only sends the value to `json`, which writes the same text; a
 hex id's `8e` never follows one of the three."""
-_NULLS = bytes.maketrans(b",[n", b"::.")
-"""The same for `null` alone (a float's text is exact, though not `json`'s)."""
 _SIGNED = b"-0123456789"
 _WHOLE = b'[{"tf'
 """What orjson's text starts with where that text is a container, a string or a boolean: a number or a
@@ -48,26 +46,29 @@ null alone has no `:` before it to find."""
 def compact_bytes(data: Any) -> bytes:
     """`dumps(data)` as UTF-8, a lone surrogate kept as its own bytes (`surrogatepass`), as kept state
     stores it."""
-    return _written(data, _FLOATS, _SIGNED)
+    text = _orjson(data)
+    if text is not None and text[0] in _WHOLE and b":." not in text.translate(_FLOATS, _SIGNED):
+        return text
+    return dumps(data).encode("utf-8", "surrogatepass")
 
 
 def compact_key(data: Any) -> bytes:
     """A key equal for two values exactly when `dumps` writes the same text for them (`1`, `1.0` and
     `true` apart): orjson's text, whose floats are exact too though written otherwise, or `json`'s
-    where orjson may write a null that was none. Either text reads back as the value it was written
-    for, so one value's text never equals another's, whichever encoder wrote each."""
-    return _written(data, _NULLS, b"")
-
-
-def _written(data: Any, table: bytes, delete: bytes) -> bytes:
-    """orjson's text of `data` where it is not a number or a null alone and, translated by `table` and
-    `delete`, holds no `:.`; else `json`'s."""
-    if _orjson_dumps is not None:
-        try:
-            text = _orjson_dumps(data, option=_PLAIN)
-        except TypeError:
-            pass
-        else:
-            if text[0] in _WHOLE and b":." not in text.translate(table, delete):
-                return text
+    where orjson may have written a NaN or an Infinity as `null` (any `null` in its text). Either text
+    reads back as the value it was written for, so one value's text never equals another's, whichever
+    encoder wrote each."""
+    text = _orjson(data)
+    if text is not None and b"null" not in text:
+        return text
     return dumps(data).encode("utf-8", "surrogatepass")
+
+
+def _orjson(data: Any) -> bytes | None:
+    """orjson's text of `data`; None where it refuses it, or is not installed."""
+    if _orjson_dumps is None:
+        return None
+    try:
+        return _orjson_dumps(data, option=_PLAIN)
+    except TypeError:
+        return None

@@ -10,6 +10,8 @@ response's own digits come from the request as well, so that no two requests sha
 
 from __future__ import annotations
 
+import functools
+
 from .._base import CREATED_AT, HEX, stable_token, unique_token
 
 __all__ = ["item_id_for", "response_id"]
@@ -22,8 +24,10 @@ def _shaped(prefix: str, own: str, seed: str) -> str:
     return f"{prefix}_{_TIME}{own[:4]}{shared[:4]}{own[4:]}{shared[4:]}"
 
 
+@functools.lru_cache(maxsize=4096)
 def item_id_for(prefix: str, seed: str, what: str) -> str:
-    """The id of the item `what` (`reasoning`, `message:0`, `call:1`) of turn `seed`."""
+    """The id of the item `what` (`reasoning`, `message:0`, `call:1`) of turn `seed`: memoised, as every
+    answer at one step has the same items' ids (two tokens and their shaping, against one look-up)."""
     return _shaped(prefix, stable_token(f"{seed}:{what}", 20, HEX), seed)
 
 
