@@ -93,16 +93,19 @@ class KeptState:
             if data is not None and isinstance(data.get("thread"), dict):
                 return expand_thread(self.store, wire, data, owner)
         if wire.name == "openai-responses":
-            data = json_object(body) if b'"previous_response_id"' in body or b'"conversation"' in body else None
-            if data is not None and isinstance(data.get("previous_response_id"), str):
-                if data.get("conversation") is not None:
-                    return Expanded(body)  # both: the wire format refuses the pair
-                return self._expand_response(body, data, owner)
-            key = conversation_id(data.get("conversation")) if data is not None else None
-            if data is not None and key is not None:
-                return expand_conversation(self.conversations, body, data, key, owner)
-            keep = b'"store"' not in body or _stores(body)
-            return Expanded(body, keep=keep, resume=Resume() if keep else None)
+            data = json_object(body)  # read once: `parse` walks it (`short`)
+            named = data is not None and (data.get("previous_response_id") is not None or "conversation" in data)
+            # named as the keys are spelled (a key written with escapes goes on to the wire format)
+            if named and data is not None and (b'"previous_response_id"' in body or b'"conversation"' in body):
+                if isinstance(data.get("previous_response_id"), str):
+                    if data.get("conversation") is not None:
+                        return Expanded(body)  # both: the wire format refuses the pair
+                    return self._expand_response(body, data, owner)
+                key = conversation_id(data.get("conversation"))
+                if key is not None:
+                    return expand_conversation(self.conversations, body, data, key, owner)
+            keep = data is None or data.get("store") is not False or b'"store"' not in body
+            return Expanded(body, keep=keep, resume=Resume() if keep else None, short=data if keep else None)
         return Expanded(body)
 
     def parse(self, wire: WireFormat, expanded: Expanded, *, path_model: str | None, path_stream: bool) -> Conversation:
@@ -114,7 +117,7 @@ class KeptState:
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         if wire.name == "anthropic":
             return parse_thread(wire, expanded, resume)
-        data = expanded.short if resume.walked is not None else json_object(expanded.whole)
+        data = expanded.short if expanded.short is not None else json_object(expanded.whole)
         if data is None or isinstance(resume.walked, Thread):  # Thread: for mypy only
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         try:
@@ -249,8 +252,3 @@ class KeptState:
         if expanded.missing is None:
             return error
         return explain_missing_response(error, expanded.missing, self.store)
-
-
-def _stores(body: bytes) -> bool:
-    data = json_object(body)
-    return data is None or data.get("store") is not False

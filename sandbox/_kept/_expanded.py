@@ -54,7 +54,8 @@ class Expanded:
     resume: Resume | None = None
     """The request's head start from its chain's snapshot, and what it leaves (`_chain`)."""
     short: dict[str, Any] | None = None
-    """The continuation's own fields and `input` (a thread's: `messages`), walked after the snapshot."""
+    """The continuation's own fields and `input` (a thread's: `messages`), walked after the snapshot; or
+    a Responses request's own fields as `expand` read them, walked from the start."""
     splice: tuple[Mapping[str, Any], str, tuple[bytes, ...]] | None = None
     """The whole request as fields and the chain's fragments, spliced only when it is walked whole."""
 
