@@ -23,7 +23,7 @@ from ._exchange import Exchange, as_json_array, error_exchange, request_digest
 from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, too_large, unknown_scenario
-from ._repeats import RepeatGuard, history_keys, repeat_error
+from ._repeats import Digested, RepeatGuard, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
@@ -245,10 +245,10 @@ class Engine:
             resume.parser = resume.full = None
             position = replay(wire, scenario, conversation)
             done = None
-        history, continued, digested = history_keys(
-            f"{path}\0{scenario.name}", conversation.messages, done.digested if done is not None else None
-        )
+        scope = f"{path}\0{scenario.name}"
+        history, continued = history_keys(scope, conversation.messages, done.digested if done is not None else None)
         if resume is not None:
+            digested = Digested(scope, len(conversation.messages), history, continued)
             resume.out = Replayed(key, len(conversation.messages), position, digested, turns)
         if continued is not None:
             self._repeats.moved_on(continued)

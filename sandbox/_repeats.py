@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._scenario import Scenario
-from ._types import Message, Text, ToolCall, ToolResult, assembled
+from ._types import Message, Part, Text, ToolCall, ToolResult
 from .wire import Rule, WireError, WireFormat
 
 __all__ = ["REPEAT_WINDOW", "Digested", "RepeatGuard", "history_keys", "repeat_error"]
@@ -46,13 +46,12 @@ class Digested:
     before_last: int | None
 
 
-def history_keys(
-    scope: str, messages: Sequence[Message], resume: Digested | None = None
-) -> tuple[int, int | None, Digested]:
+def history_keys(scope: str, messages: Sequence[Message], resume: Digested | None = None) -> tuple[int, int | None]:
     """Keys of the whole history, and of the history before its last model turn (None without one):
-    the key of this request, and the key of the request this one continued; and the state to go on
-    from. `scope` keeps apart what must not meet (the path and scenario). `resume` (of the same
-    scope, over the start of `messages`) goes on from there, over the messages after it only.
+    the key of this request, and the key of the request this one continued (`Digested` holds them
+    for a continuation). `scope` keeps apart what must not meet (the path and scenario). `resume` (of
+    the same scope, over the start of `messages`) goes on from there, over the messages after it
+    only. `messages` is a history the replay accepted (see `_next_key`).
 
     A key is Python's hash of the one before it and the next message, chained from the scope's: 64
     bits, salted per process (so no sender can build a collision ahead), and never kept beyond the
@@ -62,27 +61,52 @@ def history_keys(
     else:
         key, before_last, rest = hash(scope), None, messages
     for message in rest:
-        if message.role == "assistant":
+        role = message.role
+        if role == "assistant":
             before_last = key
-        key = _next_key(key, message)
-    done = assembled(Digested, scope=scope, messages=len(messages), digest=key, before_last=before_last)
-    return key, before_last, done
-
-
-def _next_key(key: int, message: Message) -> int:
-    """The key of a history of key `key` followed by `message`, as the model reads it: its role and
-    each part's fields, each a field of the hashed tuple (so no text can pose as a field boundary)."""
-    fields: list[object] = [key, message.role]
-    for part in message.content:
-        if isinstance(part, Text):
-            fields += ("t", part.text)
-        elif isinstance(part, ToolCall):
-            fields += ("c", part.id, part.name, repr(part.arguments))
-        elif isinstance(part, ToolResult):
-            fields += ("r", part.call_id, part.is_error, part.content)
+        content = message.content
+        part = content[0] if len(content) == 1 else None
+        kind = type(part)
+        # One part of the two kinds most messages are (a prompt, a tool result): the tuple `_next_key`
+        # makes, made at once.
+        if kind is Text:
+            key = hash((key, role, "t", part.text))  # type: ignore[union-attr]
+        elif kind is ToolResult:
+            key = hash((key, role, "r", part.call_id, part.is_error, part.content))  # type: ignore[union-attr]
         else:
-            fields += ("p", repr(part))
+            key = _next_key(key, role, content)
+    return key, before_last
+
+
+def _next_key(key: int, role: str, content: Sequence[Part]) -> int:
+    """The key of a history of key `key` followed by a message of `role` and `content`, as the model
+    reads it: its role and each part's fields, each a field of the hashed tuple (so no text can pose
+    as a field boundary). A call is its id and name: the replay matched its arguments to the call the
+    script made at that step already (as dicts, whatever the order of their keys), so they tell no two
+    accepted histories apart, and writing them out cost as much as the rest of the key."""
+    fields: list[object] = [key, role]
+    for part in content:
+        kind = type(part)
+        if kind is Text:
+            fields += ("t", part.text)  # type: ignore[union-attr]
+        elif kind is ToolCall:
+            fields += ("c", part.id, part.name)  # type: ignore[union-attr]
+        elif kind is ToolResult:
+            fields += ("r", part.call_id, part.is_error, part.content)  # type: ignore[union-attr]
+        else:
+            fields += _other_fields(part)
     return hash(tuple(fields))
+
+
+def _other_fields(part: Part) -> tuple[object, ...]:
+    """A part of a subclass of the kinds above keyed as its kind is; any other part by its repr."""
+    if isinstance(part, Text):
+        return ("t", part.text)
+    if isinstance(part, ToolCall):
+        return ("c", part.id, part.name)
+    if isinstance(part, ToolResult):
+        return ("r", part.call_id, part.is_error, part.content)
+    return ("p", repr(part))
 
 
 class RepeatGuard:

@@ -9,7 +9,6 @@ turn), each answered with a `sandbox:` error that says what to change.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +65,9 @@ class _SentCalls:
     def __call__(
         self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
     ) -> tuple[ToolCall, ...]:
+        found = self._calls.get((wire.name, id(scenario), step_number, script_index))  # `_made`'s hit, inline
+        if found is not None and found[0] is scenario:
+            return found[1]
         return self._made(wire, scenario, script_index, step_number)[1]
 
     def rendered(
@@ -148,40 +150,50 @@ def replay(
     `resume` is where an earlier replay of the same history's start stopped (the message it stopped
     before, and its position): a continuation of kept state replays only what is new."""
     messages = conversation.messages
-    index = 0
-    position = Position()
+    steps = scenario.steps
+    index, step_number, script_index = 0, 0, 0
+    results: list[str] = []
+    last_results: list[str] = []
     if resume is not None:
         index, done = resume
-        position = Position(done.step, done.script_index, list(done.results), list(done.last))
-    last = next((at for at in range(len(messages) - 1, index - 1, -1) if messages[at].role == "assistant"), -1)
+        step_number, script_index, results, last_results = (
+            done.step,
+            done.script_index,
+            list(done.results),
+            list(done.last),
+        )
+    final = len(messages) - 1  # the history's last model turn (the reasoning check's `last`)
+    while final >= index and messages[final].role != "assistant":
+        final -= 1
     while index < len(messages):
         if messages[index].role != "assistant":
             index += 1
             continue
-        if position.script_index >= len(scenario.steps):
+        if script_index >= len(steps):
             raise _finished(wire, scenario, conversation, index)
-        step = scenario.steps[position.script_index]
+        step = steps[script_index]
         # The provider's own reasoning rules come first: a real provider refuses before any model reads.
-        reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
-        wire.check_reasoning(conversation, index, reasoning, last=index == last)
-        expected = _sent_calls(wire, scenario, position.script_index, position.step)
+        reasoning = expected_reasoning(wire, scenario, step, step_number, conversation) if scenario.reasoning else ()
+        wire.check_reasoning(conversation, index, reasoning, last=index == final)
+        expected = _sent_calls(wire, scenario, script_index, step_number)
         echoed = messages[index].tool_calls()
         if 0 < len(echoed) < len(expected):  # perhaps a parallel turn split over several messages
             group = _turn_group(wire, messages, index, expected)
             echoed = [call for member in group for call in messages[member].tool_calls()]
         else:
             group = [index]
-        _compare(wire, scenario, conversation, index, position.step, echoed, expected)
+        if not _same_calls(wire, echoed, expected):
+            raise _mismatch(wire, scenario, conversation, index, step_number, echoed, expected)
         answers = _answers(wire, conversation, group, echoed, expected)
-        position.last = [answer.content for answer in answers]
-        position.results.extend(position.last)
-        position.step += 1
-        if not _repeats(step, answers):
-            position.script_index += 1
+        last_results = [answer.content for answer in answers]
+        results += last_results
+        step_number += 1
+        if step.repeat == "once" or not _repeats(step, answers):
+            script_index += 1
         index = group[-1] + 1
-    if position.script_index >= len(scenario.steps):
+    if script_index >= len(steps):
         raise _finished(wire, scenario, conversation, None)
-    return position
+    return Position(step_number, script_index, results, last_results)
 
 
 def _repeats(step: Step, answers: list[ToolResult]) -> bool:
@@ -190,16 +202,6 @@ def _repeats(step: Step, answers: list[ToolResult]) -> bool:
     if step.repeat == "forever":
         return True
     return any(not is_usable(answer.content, is_error=answer.is_error) for answer in answers)
-
-
-def _answers_after(messages: list[Message], index: int) -> dict[str, ToolResult]:
-    answers: dict[str, ToolResult] = {}
-    for message in itertools.islice(messages, index + 1, None):  # no copy of the rest of a long history
-        if message.role == "assistant":
-            break
-        for result in message.tool_results():
-            answers.setdefault(result.call_id, result)
-    return answers
 
 
 def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected: Sequence[ToolCall]) -> list[int]:
@@ -229,16 +231,22 @@ def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected:
 def _answers(
     wire: WireFormat, conversation: Conversation, group: list[int], echoed: list[ToolCall], expected: Sequence[ToolCall]
 ) -> list[ToolResult]:
-    """The result for each call of the turn, in call order (echoed ids: Gemini's are positional)."""
+    """The result for each call of the turn, in call order (echoed ids: Gemini's are positional): the
+    first result for its id between the turn's message and the next model turn."""
+    messages = conversation.messages
     answers: dict[str, ToolResult] = {}
     for member in group:
-        for call_id, result in _answers_after(conversation.messages, member).items():
-            answers.setdefault(call_id, result)
-    index = group[0]
-    results = []
-    for position, call in enumerate(expected):
-        echoed_id = echoed[position].id
-        if echoed_id not in answers:
+        at = member + 1  # an index, not an islice: no copy of the rest of a long history, no iterator made
+        while at < len(messages) and messages[at].role != "assistant":
+            for part in messages[at].content:
+                if isinstance(part, ToolResult):
+                    answers.setdefault(part.call_id, part)
+            at += 1
+    results: list[ToolResult] = []
+    for call in expected:
+        result = answers.get(echoed[len(results)].id)
+        if result is None:
+            index = group[0]
             raise wire.error(
                 400,
                 f"sandbox: the tool call {_describe(wire, call)} in {conversation.paths[index]} has no result "
@@ -249,11 +257,11 @@ def _answers(
                 code="sandbox_missing_result",
                 message_index=index,
             )
-        results.append(answers[echoed_id])
+        results.append(result)
     return results
 
 
-def _compare(
+def _mismatch(
     wire: WireFormat,
     scenario: Scenario,
     conversation: Conversation,
@@ -261,9 +269,8 @@ def _compare(
     step_number: int,
     echoed: list[ToolCall],
     expected: Sequence[ToolCall],
-) -> None:
-    if _same_calls(wire, echoed, expected):
-        return
+) -> WireError:
+    """The error for echoed turn `index`, whose calls are not the ones the script made at that step."""
     where = conversation.paths[index]
     sent = ", ".join(_describe(wire, call) for call in expected) or "no tool calls (its final answer)"
     if expected and not echoed:
@@ -277,7 +284,7 @@ def _compare(
         detail = (
             f"it has {got}. Append each response's message exactly once, unchanged, in the order the responses arrived."
         )
-    raise wire.error(
+    return wire.error(
         400,
         f"sandbox: {where} should be the model turn the sandbox sent at step {step_number} of scenario "
         f"{scenario.name!r}, which made {sent}; {detail}",
@@ -292,14 +299,19 @@ def _same_calls(wire: WireFormat, echoed: Sequence[ToolCall], expected: Sequence
     if len(echoed) != len(expected):
         return False
     ids = wire.has_call_ids
-    for got, want in zip(echoed, expected, strict=True):
+    at = 0  # a counter, not a zip: making the iterator cost more than comparing a call
+    for got in echoed:
+        want = expected[at]
+        at += 1
         if got.name != want.name or (ids and got.id != want.id):
             return False
         arguments, wanted = got.arguments, want.arguments
         # compared as dicts: as they are when they are one already (a decoded request)
-        if (arguments if type(arguments) is dict else dict(arguments)) != (
-            wanted if type(wanted) is dict else dict(wanted)
-        ):
+        if type(arguments) is not dict:
+            arguments = dict(arguments)
+        if type(wanted) is not dict:
+            wanted = dict(wanted)
+        if arguments != wanted:
             return False
     return True
 

@@ -194,16 +194,31 @@ class Message:
         """All text parts joined: what a person would read."""
         return "".join(part.text for part in self.content if isinstance(part, Text))
 
+    # Loops rather than comprehensions: Python 3.11 makes a function of each comprehension it runs, and
+    # these run on every message of every request the sandbox answers.
+
     def tool_calls(self) -> list[ToolCall]:
         """The calls in this turn, in the order the model made them."""
-        return [part for part in self.content if isinstance(part, ToolCall)]
+        calls: list[ToolCall] = []
+        for part in self.content:
+            if isinstance(part, ToolCall):
+                calls.append(part)
+        return calls
 
     def tool_results(self) -> list[ToolResult]:
-        return [part for part in self.content if isinstance(part, ToolResult)]
+        results: list[ToolResult] = []
+        for part in self.content:
+            if isinstance(part, ToolResult):
+                results.append(part)
+        return results
 
     def reasoning(self) -> list[Reasoning]:
         """The model's reasoning parts, in order: they go back with the turn, never on their own."""
-        return [part for part in self.content if isinstance(part, Reasoning)]
+        parts: list[Reasoning] = []
+        for part in self.content:
+            if isinstance(part, Reasoning):
+                parts.append(part)
+        return parts
 
 
 @dataclass(frozen=True)
