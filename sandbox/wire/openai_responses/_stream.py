@@ -19,7 +19,7 @@ from typing import Any
 
 from .._base import Conversation, ModelTurn, split_fragments, stable_token
 from .._memo import Memo
-from .._sse import dumps, quote, sse_frame
+from .._sse import dumps, quote, sse_frame, to_bytes
 from ._encode import Answer, refusal_part, text_part
 from ._reasoning import stream_item
 
@@ -57,8 +57,9 @@ def stream_answer(turn: ModelTurn, conversation: Conversation) -> tuple[list[byt
 
 
 def _frame(kind: str, number: int, response: str) -> bytes:
-    """`_StreamWriter.emit(kind, response=...)` for a response object already written as JSON text."""
-    return sse_frame(f'{{"type":"{kind}","sequence_number":{number},"response":{response}}}', event=kind)
+    """`_StreamWriter.emit(kind, response=...)` for a response object already written as JSON text: the
+    frame `sse_frame` writes, in one text (the response object, about 1 KB, copied once, not twice)."""
+    return to_bytes(f'event: {kind}\ndata: {{"type":"{kind}","sequence_number":{number},"response":{response}}}\n\n')
 
 
 def _item_frames(seed: str, obfuscate: bool, answer: Answer) -> tuple[bytes, ...]:
