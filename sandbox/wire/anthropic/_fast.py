@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..._types import Message, Part, Role, Tool, assembled, wire_call, wire_result, wire_text
+from ..._types import Message, Part, Role, Tool, wire_call, wire_result, wire_text
 from .._base import Conversation
 from .._json import decode
+from .._walked import plain_name, walked_conversation, walked_message, walked_tool
 from ._body import _DECODER
 from ._reasoning import _enabled, decode_block
 from ._validate import _CHOICES, _ID, _KNOWN_KEYS, _TOOL_NAME
@@ -33,12 +34,13 @@ _CHECKED = frozenset(
 _UNREAD = _KNOWN_KEYS - _CHECKED - {"thread"}
 """Known keys whose values the schema check never reads (`thinking`, `service_tier`, ...): any value
 passes it, so they pass here; a `thread` goes through kept state and the full walk."""
-_new = object.__new__
 _FLOAT_BOUND = 1e300
 """An integer `temperature` or `top_p` within this converts to a float; past it the full path decides."""
 _THINKING = ("thinking", "redacted_thinking")
 _THOUGHT, _REDACTED = ("thinking", "signature"), ("data",)
 _PATHS = tuple(f"messages[{index}]" for index in range(64))
+_MAX_TOOL_NAME = 128
+"""`_validate._TOOL_NAME`'s length limit."""
 
 
 def fast_request(body: bytes) -> Conversation | None:
@@ -93,29 +95,9 @@ def fast_request(body: bytes) -> Conversation | None:
     if has_tool_blocks and not tool_count:
         return None
     if system:
-        messages.insert(0, _message("system", tuple(wire_text(part) for part in system)))
+        messages.insert(0, walked_message("system", tuple(wire_text(part) for part in system)))
         paths.insert(0, "system")
-    return assembled(
-        Conversation,
-        model=model,
-        messages=messages,
-        paths=paths,
-        tools=tools,
-        tool_choice=choice,
-        stream=stream,
-        raw=data,
-        cloud=None,
-    )
-
-
-def _message(role: Role, parts: tuple[Part, ...]) -> Message:
-    """`wire_message(role, parts)`, without its fallback to `Message`'s checks for reasoning outside the
-    model's turn: this walk puts thinking blocks in assistant messages only (it declines the rest)."""
-    message = _new(Message)
-    fields = message.__dict__  # set item by item: a third of the cost of `update(role=..., content=...)`
-    fields["role"] = role
-    fields["content"] = parts
-    return message
+    return walked_conversation(model, messages, paths, tools, choice, stream, data)
 
 
 def _plain_option(key: str, value: Any) -> bool:
@@ -150,14 +132,16 @@ def _tools(items: list[Any]) -> list[Tool] | None:
         if type(tool) is not dict or tool.get("type", "custom") not in ("custom", None):
             return None
         name, description, schema = tool.get("name"), tool.get("description"), tool.get("input_schema")
-        if type(name) is not str or not _TOOL_NAME.fullmatch(name) or name in names:
+        if type(name) is not str or not (plain_name(name, _MAX_TOOL_NAME) or _TOOL_NAME.fullmatch(name)):
+            return None
+        if name in names:
             return None
         if description is not None and type(description) is not str:
             return None
         if type(schema) is not dict or schema.get("type") != "object":
             return None
         names.add(name)
-        tools.append(assembled(Tool, name=name, description=description or "", parameters=schema))
+        tools.append(walked_tool(name, description or "", schema))
     return tools
 
 
@@ -235,7 +219,9 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
                     opening = False
                 elif tag == "tool_use":
                     call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
-                    if user or type(call_id) is not str or call_id in call_ids or not _ID.fullmatch(call_id):
+                    if user or type(call_id) is not str or call_id in call_ids:
+                        return None
+                    if not (plain_name(call_id, len(call_id)) or _ID.fullmatch(call_id)):
                         return None
                     if type(name) is not str or type(arguments) is not dict:
                         return None
@@ -252,7 +238,7 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
                         return None
                     answered.add(call_id)
                     leading += opening
-                    messages.append(_message("tool", (wire_result(call_id, result, bool(is_error)),)))
+                    messages.append(walked_message("tool", (wire_result(call_id, result, bool(is_error)),)))
                     paths.append(path)
                     tool_blocks = True
                 elif tag == "thinking" or tag == "redacted_thinking":
@@ -269,7 +255,7 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
                 continue  # a user message of results only: no user message of its own
         else:
             return None
-        messages.append(_message(role, tuple(parts)))
+        messages.append(walked_message(role, tuple(parts)))
         paths.append(path)
     if calls and role_now == "assistant" or role_now == "user" and len(asked) != leading:
         return None

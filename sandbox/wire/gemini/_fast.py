@@ -21,9 +21,10 @@ import base64
 import binascii
 from typing import Any
 
-from ..._types import Message, Part, Role, Tool, assembled, wire_call, wire_result, wire_text
+from ..._types import Message, Part, Tool, wire_call, wire_result, wire_text
 from .._base import Conversation
 from .._json import decode
+from .._walked import plain_name, walked_conversation, walked_message, walked_tool
 from ._jsontext import _DECODER, tree_problem
 from ._parse import _pair, _result
 from ._proto import _MODES, TOP_LEVEL_NAMES, _lower_types
@@ -35,8 +36,9 @@ __all__ = ["fast_request"]
 _PART_KEYS = frozenset({"text", "functionCall", "function_call", "thought", "thoughtSignature", "thought_signature"})
 """The keys of a model turn's part this walk reads (a function response there is the full path's)."""
 _TEMPERATURE_END = 2.0001
-_new = object.__new__
 _PATHS = tuple(f"contents[{index}]" for index in range(64))
+_MAX_NAME = 64
+"""`_validate._FUNCTION_NAME`'s length limit."""
 
 
 def fast_request(body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation | None:
@@ -67,20 +69,18 @@ def fast_request(body: bytes, *, path_model: str | None, path_stream: bool) -> C
     messages: list[Message] = []
     paths: list[str] = []
     if texts:
-        messages.append(_message("system", tuple(wire_text(part) for part in texts)))
+        messages.append(walked_message("system", tuple(wire_text(part) for part in texts)))
         paths.append("systemInstruction")
     if not _contents(contents, messages, paths):
         return None
-    return assembled(
-        Conversation,
-        model=path_model or (model.removeprefix("models/") if model else None) or "",
-        messages=messages,
-        paths=paths,
-        tools=tools,
-        tool_choice=choice,
-        stream=path_stream,
-        raw=data,
-        cloud=None,
+    return walked_conversation(
+        path_model or (model.removeprefix("models/") if model else None) or "",
+        messages,
+        paths,
+        tools,
+        choice,
+        path_stream,
+        data,
     )
 
 
@@ -88,16 +88,6 @@ def _field(obj: dict[str, Any], name: str, snake: str) -> Any:
     """`_proto.get_field`'s value: the lowerCamel spelling unless null, else the snake_case one."""
     value = obj.get(name)
     return obj.get(snake) if value is None else value
-
-
-def _message(role: Role, parts: tuple[Part, ...]) -> Message:
-    """`wire_message(role, parts)`, without its fallback to `Message`'s checks for reasoning outside the
-    model's turn: this walk puts reasoning in model turns only (it declines thoughts in user turns)."""
-    message = _new(Message)
-    fields = message.__dict__  # set item by item: a third of the cost of `update(role=..., content=...)`
-    fields["role"] = role
-    fields["content"] = parts
-    return message
 
 
 def _temperature_ok(value: Any) -> bool:
@@ -144,7 +134,7 @@ def _tools(value: Any) -> list[Tool] | None:
             name, description = declaration.get("name"), declaration.get("description")
             parameters = declaration.get("parameters")
             json_schema = _field(declaration, "parametersJsonSchema", "parameters_json_schema")
-            if type(name) is not str or not _FUNCTION_NAME.fullmatch(name):
+            if type(name) is not str or not (plain_name(name, _MAX_NAME) or _FUNCTION_NAME.fullmatch(name)):
                 return None
             if description is not None and type(description) is not str:
                 return None
@@ -155,7 +145,7 @@ def _tools(value: Any) -> list[Tool] | None:
             schema = json_schema if json_schema is not None else _lower_types(parameters) if parameters else None
             if not schema:  # none, or an empty one: `read_declarations` gives the empty object schema
                 schema = {"type": "object", "properties": {}}
-            tools.append(assembled(Tool, name=name, description=description or "", parameters=schema))
+            tools.append(walked_tool(name, description or "", schema))
     return tools
 
 
@@ -254,7 +244,7 @@ def _model_turn(
 ) -> None:
     """A run of model contents, `contents[start:end]`, as its one assistant message."""
     parts = pending[0] if len(pending) == 1 else tuple(part for read in pending for part in read)
-    messages.append(_message("assistant", parts))
+    messages.append(walked_message("assistant", parts))
     paths.append(_PATHS[start] if end - start == 1 and start < len(_PATHS) else _path(start, end))
 
 
@@ -361,9 +351,9 @@ def _user_turn(
             value = payload.get("result") if len(payload) == 1 else None
             # `_parse._result` of the envelope nearly every client sends, `{"result": "<text>"}`
             result = wire_result(call_id, value, False) if type(value) is str else _result(call_id, payload)
-            messages.append(_message("tool", (result,)))
+            messages.append(walked_message("tool", (result,)))
             paths.append(path)
     if texts or not names:
-        messages.append(_message("user", tuple(texts)))
+        messages.append(walked_message("user", tuple(texts)))
         paths.append(path)
     return True

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from ..._types import Message, Part, Role, Tool, assembled, wire_call, wire_result, wire_text
+from ..._types import Message, Part, Role, Tool, wire_call, wire_result, wire_text
 from .._base import Conversation
 from .._openai import call_arguments
+from .._walked import plain_name, walked_conversation, walked_message, walked_tool
 from ._validate import _NAME_RE, KNOWN_FIELDS, MAX_CALL_ID, MAX_DESCRIPTION, MAX_NAME, TOOL_CHOICES
 
 __all__ = ["fast_parse"]
@@ -35,7 +36,6 @@ _TYPES: dict[str, tuple[type, ...]] = {
 listed only where the full check accepts it (JSON true is not a number there)."""
 _SIMPLE_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
 _PATHS = tuple(f"messages[{index}]" for index in range(64))
-_new = object.__new__
 
 
 def fast_parse(data: dict[str, Any]) -> Conversation | None:
@@ -74,16 +74,14 @@ def fast_parse(data: dict[str, Any]) -> Conversation | None:
     if neutral is None:
         return None
     count = len(messages)
-    return assembled(
-        Conversation,
-        model=model,
-        messages=neutral,
-        paths=list(_PATHS[:count]) if count <= len(_PATHS) else [f"messages[{index}]" for index in range(count)],
-        tools=tools,
-        tool_choice=choice,
-        stream=data.get("stream") is True,
-        raw=data,
-        cloud=None,
+    return walked_conversation(
+        model,
+        neutral,
+        list(_PATHS[:count]) if count <= len(_PATHS) else [f"messages[{index}]" for index in range(count)],
+        tools,
+        choice,
+        data.get("stream") is True,
+        data,
     )
 
 
@@ -105,7 +103,7 @@ def _messages(messages: list[Any]) -> list[Message] | None:
             if text is None:
                 return None
             answered.add(call_id)
-            neutral.append(_message("tool", [wire_result(call_id, text)]))
+            neutral.append(walked_message("tool", (wire_result(call_id, text),)))
             continue
         if open_ids:
             if len(answered) != len(set(open_ids)):
@@ -114,12 +112,12 @@ def _messages(messages: list[Any]) -> list[Message] | None:
         simple = _SIMPLE_ROLES.get(role) if type(role) is str else None
         if simple is not None:
             if type(content) is str:
-                neutral.append(_message(simple, [wire_text(content)]))
+                neutral.append(walked_message(simple, (wire_text(content),)))
                 continue
             texts = _texts(content)
             if texts is None:
                 return None
-            neutral.append(_message(simple, texts))
+            neutral.append(walked_message(simple, tuple(texts)))
             continue
         if role != "assistant" or message.get("function_call") is not None:
             return None  # the deprecated function role and function_call: the full parse reads them
@@ -129,19 +127,10 @@ def _messages(messages: list[Any]) -> list[Message] | None:
         calls = message.get("tool_calls")
         if calls:
             open_ids = [call["id"] for call in calls]
-        neutral.append(_message("assistant", parts))
+        neutral.append(walked_message("assistant", tuple(parts)))
     if open_ids and len(answered) != len(set(open_ids)):
         return None
     return neutral
-
-
-def _message(role: Role, parts: list[Part]) -> Message:
-    """`wire_message(role, parts)` without its check that only the model's turn holds reasoning: Chat
-    Completions has none, so it holds by construction."""
-    message: Message = _new(Message)
-    fields = message.__dict__
-    fields["role"], fields["content"] = role, tuple(parts)
-    return message
 
 
 def _assistant(message: dict[str, Any], content: Any) -> list[Part] | None:
@@ -207,7 +196,9 @@ def _joined(content: Any) -> str | None:
 
 
 def _good_name(name: Any) -> TypeGuard[str]:
-    return type(name) is str and len(name) <= MAX_NAME and _NAME_RE.match(name) is not None
+    if type(name) is not str:
+        return False
+    return plain_name(name, MAX_NAME) or len(name) <= MAX_NAME and _NAME_RE.match(name) is not None
 
 
 def _tools(tools: list[Any]) -> list[Tool] | None:
@@ -231,7 +222,7 @@ def _tools(tools: list[Any]) -> list[Tool] | None:
             parameters = {"type": "object", "properties": {}}
         elif type(parameters) is not dict:
             return None
-        neutral.append(assembled(Tool, name=name, description=description or "", parameters=parameters))
+        neutral.append(walked_tool(name, description or "", parameters))
     return neutral
 
 
