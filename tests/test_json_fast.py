@@ -165,3 +165,47 @@ def test_every_decoder_of_the_sandbox_is_one_orjson_may_stand_in_for() -> None:
         assert decoder.parse_float is float and decoder.strict
         for digits in ("0", "-1", "9223372036854775807", "-9223372036854775808", "123456789012345678"):
             assert decoder.parse_int(digits) == int(digits)
+
+
+def _orjson_read_agrees(body: bytes) -> None:
+    read = _json.orjson_read(body)
+    if read is None:
+        return  # left to json, and to each walk's full path
+    value, opened = read
+    assert repr(value) == repr(json.loads(body)), body  # repr: 1, 1.0 and True differ; no deep recursion
+    assert opened == body.count(b"[") + body.count(b"{"), body
+
+
+@pytest.mark.parametrize("data", EDGES, ids=range(len(EDGES)))
+def test_orjson_read_gives_json_s_value_or_nothing(data: bytes) -> None:
+    """What the one-pass walks read bodies with: never a value json would not give, never a verdict."""
+    _orjson_read_agrees(data)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'"\\ud800"',
+        b'"\\udc00"',
+        b'"\\ud800\\u0041"',
+        b"\xef\xbb\xbf{}",
+        b'{"a":NaN}',
+        b"[1111111111111111111]",
+        b"[" * 513 + b"]" * 513,
+        b'{"a":"\xff"}',
+        "{}".encode("utf-16"),
+    ],
+    ids=repr,
+)
+def test_orjson_read_leaves_to_json_what_only_json_may_read(body: bytes) -> None:
+    """Lone surrogates, a BOM, NaN, a long digit run, past the nesting limit, not UTF-8: the walks
+    that read with orjson_read skip their own checks for these, so it must give nothing for them."""
+    assert _json.orjson_read(body) is None
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(value=JSON, cut=st.integers(min_value=0, max_value=400), noise=NOISE)
+def test_orjson_read_of_any_body_is_json_s(value: Any, cut: int, noise: bytes) -> None:
+    data = json.dumps(value).encode("utf-8", "surrogatepass")
+    for body in (data, data[:cut] + noise + data[cut:]):
+        _orjson_read_agrees(body)

@@ -32,7 +32,7 @@ try:  # pragma: no cover - which branch runs depends on what is installed
 except ImportError:  # pragma: no cover
     _orjson_loads = None
 
-__all__ = ["MAX_NESTING", "decode", "loads"]
+__all__ = ["MAX_NESTING", "decode", "loads", "orjson_read"]
 
 MAX_NESTING = 512
 """Arrays and objects inside one another in one request. [INF] A sandbox limit, not a provider's
@@ -54,13 +54,9 @@ def decode(data: bytes | bytearray | str, decoder: json.JSONDecoder) -> Any:
     would be skipped by the orjson reading, so they are not allowed."""
     if _orjson_loads is not None:
         raw = data if isinstance(data, bytes) else _utf8(data)
-        if raw is not None:
-            shape = raw.translate(_SHAPE)
-            if shape.count(b"[") <= MAX_NESTING and _LONG_NUMBER not in shape:
-                try:
-                    return _orjson_loads(raw)
-                except ValueError:
-                    pass  # json reads it again: its value, or its error
+        read = None if raw is None else orjson_read(raw)
+        if read is not None:
+            return read[0]
     if isinstance(data, str):
         if data.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
@@ -69,6 +65,24 @@ def decode(data: bytes | bytearray | str, decoder: json.JSONDecoder) -> Any:
     if data.count("[") + data.count("{") > MAX_NESTING and _nesting(data) > MAX_NESTING:
         raise RecursionError(f"the JSON nests deeper than {MAX_NESTING} levels")
     return decoder.decode(data)
+
+
+def orjson_read(raw: bytes) -> tuple[Any, int] | None:
+    """`raw`'s value where orjson reads it as `json` would (see `decode`), and how many arrays and
+    objects it opens; None where only `json` may read it (its value or its error): orjson absent or
+    refusing the body (not UTF-8, a BOM, NaN, a lone surrogate escape, bad JSON), a run of 19 digits,
+    more openings than `MAX_NESTING`. A walk that reads only what orjson reads leaves the rest to
+    its full path, and needs no second look for lone surrogates or for nesting below the count."""
+    if _orjson_loads is None:  # pragma: no cover - orjson is installed wherever it installs
+        return None
+    shape = raw.translate(_SHAPE)
+    opened = shape.count(b"[")
+    if opened > MAX_NESTING or _LONG_NUMBER in shape:
+        return None
+    try:
+        return _orjson_loads(raw), opened
+    except ValueError:
+        return None
 
 
 def _utf8(data: bytearray | str) -> bytes | None:

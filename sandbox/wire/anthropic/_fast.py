@@ -13,21 +13,17 @@ bytes; raises nothing.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..._types import Message, Part, Role, Tool, wire_call, wire_result, wire_text
 from .._base import Conversation
-from .._json import decode
+from .._json import orjson_read
 from .._walked import plain_name, walked_conversation, walked_message, walked_tool
-from ._body import _DECODER
 from ._reasoning import _enabled, decode_block
 from ._validate import _CHOICES, _ID, _KNOWN_KEYS, _TOOL_NAME
 
 __all__ = ["fast_request"]
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-"""Where `_body.load_json` may find a lone surrogate escape: such a body is left to it."""
 _CHECKED = frozenset(
     "model messages max_tokens system tools tool_choice stream stop_sequences temperature top_p top_k metadata".split()
 )
@@ -45,13 +41,10 @@ _MAX_TOOL_NAME = 128
 
 def fast_request(body: bytes) -> Conversation | None:
     """`parse_body(body)[0]` for a request the full path accepts, read in one walk; None to decline."""
-    try:
-        text = body.decode("utf-8")
-        data = decode(text, _DECODER)
-    except (ValueError, RecursionError):  # not UTF-8, not JSON, NaN, a huge integer, too deep
+    loaded = orjson_read(body)  # None: not UTF-8, not JSON, NaN, a lone surrogate, a huge integer, too deep
+    if loaded is None or type(loaded[0]) is not dict:
         return None
-    if type(data) is not dict or ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
-        return None
+    data: dict[str, Any] = loaded[0]
     model, max_tokens, items = data.get("model"), data.get("max_tokens"), data.get("messages")
     if type(model) is not str or type(max_tokens) is not int or max_tokens < 0 or type(items) is not list or not items:
         return None

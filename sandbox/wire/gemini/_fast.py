@@ -23,9 +23,9 @@ from typing import Any
 
 from ..._types import Message, Part, Tool, wire_call, wire_result, wire_text
 from .._base import Conversation
-from .._json import decode
+from .._json import orjson_read
 from .._walked import plain_name, walked_conversation, walked_message, walked_tool
-from ._jsontext import _DECODER, tree_problem
+from ._jsontext import _MAX_DEPTH, _too_deep
 from ._parse import _pair, _result
 from ._proto import _MODES, TOP_LEVEL_NAMES, _lower_types
 from ._reasoning import wire_reasoning
@@ -43,12 +43,11 @@ _MAX_NAME = 64
 
 def fast_request(body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation | None:
     """`_parse.parse_request(...)` for a request the full path accepts, read in one walk; None to decline."""
-    try:
-        text = body.decode("utf-8")
-        data = decode(text, _DECODER)
-    except (ValueError, RecursionError):  # not UTF-8, not JSON, NaN, too deep for Python
+    read = orjson_read(body)
+    if read is None:  # not UTF-8, not JSON, NaN, a lone surrogate, too deep: the full path's to word
         return None
-    if type(data) is not dict or tree_problem(text, data) is not None:
+    data, opened = read  # orjson refuses lone surrogates: only nesting is left of `tree_problem`
+    if type(data) is not dict or (opened > _MAX_DEPTH and _too_deep(data)):
         return None
     contents, model = data.get("contents"), data.get("model")
     if type(contents) is not list or not contents or not data.keys() <= TOP_LEVEL_NAMES:
