@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._types import Message, Part, Role, Tool
+from .._types import Message, Part, Role, Tool, wire_result, wire_text
 from ._base import Conversation
 
-__all__ = ["plain_name", "walked_conversation", "walked_message", "walked_tool"]
+__all__ = ["plain_name", "result_message", "text_message", "walked_conversation", "walked_message", "walked_tool"]
 
 _new = object.__new__
 
@@ -27,6 +27,45 @@ def walked_message(role: Role, parts: tuple[Part, ...]) -> Message:
     fields["role"] = role
     fields["content"] = parts
     return message
+
+
+_SAME: dict[tuple[str, ...] | tuple[str, str, bool], Message] = {}
+"""Messages of text alone and tool results made before, by their role and text (a result: its call id,
+content and error flag). A client sends its history again with every request, so most of a request's
+turns were read before; such a message holds only strings, so one object serves every request that
+sends it, and no answer can tell it from a new one."""
+SAME_AT_MOST = 4096
+"""Messages `_SAME` holds; full, it starts again empty."""
+SAME_LONGEST = 4096
+"""The longest text or result `_SAME` keeps (characters): a longer one is made anew each time, so the
+memo holds at most about 16 MiB whatever the requests."""
+
+
+def text_message(role: Role, text: str) -> Message:
+    """`walked_message(role, (Text(text),))`: a turn of one text, the same object each time it is sent."""
+    key = (role, text)
+    message = _SAME.get(key)
+    if message is None:
+        message = walked_message(role, (wire_text(text),))
+        _keep(key, message, text)
+    return message
+
+
+def result_message(call_id: str, content: str, is_error: bool) -> Message:
+    """`walked_message("tool", (ToolResult(call_id, content, is_error),))`, the same object each time."""
+    key = (call_id, content, is_error)
+    message = _SAME.get(key)
+    if message is None:
+        message = walked_message("tool", (wire_result(call_id, content, is_error),))
+        _keep(key, message, content)
+    return message
+
+
+def _keep(key: tuple[str, ...] | tuple[str, str, bool], message: Message, text: str) -> None:
+    if len(text) <= SAME_LONGEST:
+        if len(_SAME) >= SAME_AT_MOST:
+            _SAME.clear()
+        _SAME[key] = message
 
 
 def walked_tool(name: str, description: str, parameters: dict[str, Any]) -> Tool:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._types import Message, Part, Role, Tool, wire_call, wire_result, wire_text
+from ..._types import Message, Part, Role, Tool, wire_call, wire_text
 from .._base import Conversation
 from .._json import orjson_read
-from .._walked import plain_name, walked_conversation, walked_message, walked_tool
+from .._walked import plain_name, result_message, text_message, walked_conversation, walked_message, walked_tool
 from ._reasoning import _enabled, decode_block
 from ._validate import _CHOICES, _ID, _KNOWN_KEYS, _TOOL_NAME
 
@@ -190,11 +190,13 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
         parts: list[Part] = []
         if type(content) is str:
             if content:
-                parts.append(wire_text(content))
                 if called:
                     return None
                 opening = False
-            elif not (index == last and not user):
+                messages.append(text_message(role, content))
+                paths.append(path)
+                continue
+            if not (index == last and not user):
                 return None  # an empty message, allowed only as the final assistant one
         elif type(content) is list:
             if not content and not (index == last and not user):
@@ -231,7 +233,7 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
                         return None
                     answered.add(call_id)
                     leading += opening
-                    messages.append(walked_message("tool", (wire_result(call_id, result, bool(is_error)),)))
+                    messages.append(result_message(call_id, result, bool(is_error)))
                     paths.append(path)
                     tool_blocks = True
                 elif tag == "thinking" or tag == "redacted_thinking":

@@ -21,10 +21,10 @@ import base64
 import binascii
 from typing import Any
 
-from ..._types import Message, Part, Tool, wire_call, wire_result, wire_text
+from ..._types import Message, Part, Tool, wire_call, wire_text
 from .._base import Conversation
 from .._json import orjson_read
-from .._walked import plain_name, walked_conversation, walked_message, walked_tool
+from .._walked import plain_name, result_message, text_message, walked_conversation, walked_message, walked_tool
 from ._jsontext import _MAX_DEPTH, _too_deep
 from ._parse import _pair, _result
 from ._proto import _MODES, TOP_LEVEL_NAMES, _lower_types
@@ -316,7 +316,7 @@ def _user_turn(
 ) -> bool:
     """A user content: its function responses (as many as the turn before made calls) as tool
     messages, paired by `_parse._pair`, then its text as a user message."""
-    texts: list[Part] = []
+    texts: list[str] = []
     names: list[str] = []
     payloads: list[dict[str, Any]] = []
     for part in parts:
@@ -326,7 +326,7 @@ def _user_turn(
         if text is not None:
             if type(text) is not str or not text:
                 return False
-            texts.append(wire_text(text))
+            texts.append(text)
             continue
         response = _field(part, "functionResponse", "function_response")
         if type(response) is not dict:
@@ -349,10 +349,15 @@ def _user_turn(
             call_id = f"gemini:{turn - 1}:{position}" if ids is None else ids[position]
             value = payload.get("result") if len(payload) == 1 else None
             # `_parse._result` of the envelope nearly every client sends, `{"result": "<text>"}`
-            result = wire_result(call_id, value, False) if type(value) is str else _result(call_id, payload)
-            messages.append(walked_message("tool", (result,)))
+            if type(value) is str:
+                messages.append(result_message(call_id, value, False))
+            else:
+                messages.append(walked_message("tool", (_result(call_id, payload),)))
             paths.append(path)
-    if texts or not names:
-        messages.append(walked_message("user", tuple(texts)))
+    if len(texts) == 1:
+        messages.append(text_message("user", texts[0]))
+        paths.append(path)
+    elif texts or not names:
+        messages.append(walked_message("user", tuple(wire_text(text) for text in texts)))
         paths.append(path)
     return True

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from ..._types import Message, Part, Role, Tool, wire_call, wire_result, wire_text
+from ..._types import Message, Part, Role, Tool, wire_call, wire_text
 from .._base import Conversation
 from .._openai import call_arguments
-from .._walked import plain_name, walked_conversation, walked_message, walked_tool
+from .._walked import plain_name, result_message, text_message, walked_conversation, walked_message, walked_tool
 from ._validate import _NAME_RE, KNOWN_FIELDS, MAX_CALL_ID, MAX_DESCRIPTION, MAX_NAME, TOOL_CHOICES
 
 __all__ = ["fast_parse"]
@@ -103,7 +103,7 @@ def _messages(messages: list[Any]) -> list[Message] | None:
             if text is None:
                 return None
             answered.add(call_id)
-            neutral.append(walked_message("tool", (wire_result(call_id, text),)))
+            neutral.append(result_message(call_id, text, False))
             continue
         if open_ids:
             if len(answered) != len(set(open_ids)):
@@ -112,7 +112,7 @@ def _messages(messages: list[Any]) -> list[Message] | None:
         simple = _SIMPLE_ROLES.get(role) if type(role) is str else None
         if simple is not None:
             if type(content) is str:
-                neutral.append(walked_message(simple, (wire_text(content),)))
+                neutral.append(text_message(simple, content))
                 continue
             texts = _texts(content)
             if texts is None:
