@@ -11,14 +11,6 @@ import pytest
 from sandbox._types import Message, Text, Tool, ToolResult
 from sandbox.wire import _walked, get_wire_format
 from sandbox.wire._base import Conversation
-from sandbox.wire._walked import (
-    plain_name,
-    result_message,
-    text_message,
-    walked_conversation,
-    walked_message,
-    walked_tool,
-)
 from sandbox.wire.anthropic._validate import _ID, _TOOL_NAME
 from sandbox.wire.gemini._validate import _FUNCTION_NAME
 from sandbox.wire.openai_chat._validate import _NAME_RE, MAX_NAME
@@ -55,23 +47,23 @@ def test_plain_name_passes_every_pattern_it_vouches_for(name: str) -> None:
         (lambda text: _ID.fullmatch(text) is not None, len(name)),
     ]
     for accepts, most in patterns:
-        if plain_name(name, most):
+        if _walked.plain_name(name, most):
             assert accepts(name), (name, most)
 
 
 def test_plain_name_vouches_for_the_common_names() -> None:
-    assert plain_name("get_weather", 64)
-    assert not plain_name("x" * 65, 64)
-    assert not plain_name("café", 64)
+    assert _walked.plain_name("get_weather", 64)
+    assert not _walked.plain_name("x" * 65, 64)
+    assert not _walked.plain_name("café", 64)
 
 
 def test_walked_objects_equal_the_constructors() -> None:
     parts = (Text("hi"),)
-    assert walked_message("user", parts) == Message("user", parts)
-    tool = walked_tool("f", "does f", {"type": "object"})
+    assert _walked.walked_message("user", parts) == Message("user", parts)
+    tool = _walked.walked_tool("f", "does f", {"type": "object"})
     assert tool == Tool("f", "does f", {"type": "object"})
     messages = [Message("user", parts)]
-    made = walked_conversation("m", messages, ["messages[0]"], [tool], "auto", True, {"model": "m"})
+    made = _walked.walked_request("m", messages, ["messages[0]"], [tool], "auto", True, {"model": "m"})
     expected = Conversation(
         model="m",
         messages=messages,
@@ -87,13 +79,16 @@ def test_walked_objects_equal_the_constructors() -> None:
 
 
 def test_a_kept_message_is_the_one_its_role_and_text_make() -> None:
-    assert text_message("user", "hi") is text_message("user", "hi")
-    assert text_message("user", "hi") == Message("user", [Text("hi")])
-    assert text_message("system", "hi") == Message("system", [Text("hi")])
-    assert result_message("c1", "18C", False) == Message("tool", [ToolResult("c1", "18C", False)])
-    assert result_message("c2", "18C", False) == Message("tool", [ToolResult("c2", "18C", False)])
-    assert result_message("c1", "18C", True) == Message("tool", [ToolResult("c1", "18C", True)])
-    assert result_message("c1", "19C", False) == Message("tool", [ToolResult("c1", "19C", False)])
+    assert _walked.text_message("user", "hi") is _walked.text_message("user", "hi")
+    assert _walked.text_message("user", "hi") == Message("user", [Text("hi")])
+    assert _walked.text_message("system", "hi") == Message("system", [Text("hi")])
+    assert _walked.result_message("c1", "18C", False) == Message("tool", [ToolResult("c1", "18C", False)])
+    assert _walked.result_message("c2", "18C", False) == Message("tool", [ToolResult("c2", "18C", False)])
+    assert _walked.result_message("c1", "18C", True) == Message("tool", [ToolResult("c1", "18C", True)])
+    assert _walked.result_message("c1", "19C", False) == Message("tool", [ToolResult("c1", "19C", False)])
+    assert _walked.text_part("Let me check.") is _walked.text_part("Let me check.")
+    assert _walked.text_part("Let me check.") == Text("Let me check.")
+    assert _walked.text_part("Let me check!") == Text("Let me check!")
 
 
 def _chat(system: str, result: str, call_id: str) -> bytes:
@@ -121,8 +116,9 @@ def test_each_request_reads_its_own_turns_when_others_sent_alike_ones() -> None:
 
 def test_the_kept_messages_stay_within_their_bound() -> None:
     long = "x" * (_walked.SAME_LONGEST + 1)
-    text_message("user", long)
+    _walked.text_message("user", long)
     assert ("user", long) not in _walked._SAME
     for index in range(_walked.SAME_AT_MOST + 1):
-        text_message("user", f"turn {index}")
+        _walked.text_message("user", f"turn {index}")
     assert len(_walked._SAME) <= _walked.SAME_AT_MOST
+    assert len(_walked._TEXTS) <= _walked.SAME_AT_MOST

@@ -9,12 +9,20 @@ regex, those are a third of the walk. Touches only the values it is handed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from .._types import Message, Part, Role, Tool, wire_result, wire_text
+from .._types import Message, Part, Role, Text, Tool, wire_result, wire_text
 from ._base import Conversation
 
-__all__ = ["plain_name", "result_message", "text_message", "walked_conversation", "walked_message", "walked_tool"]
+__all__ = [
+    "plain_name",
+    "result_message",
+    "text_message",
+    "text_part",
+    "walked_request",
+    "walked_message",
+    "walked_tool",
+]
 
 _new = object.__new__
 
@@ -34,11 +42,24 @@ _SAME: dict[tuple[str, ...] | tuple[str, str, bool], Message] = {}
 content and error flag). A client sends its history again with every request, so most of a request's
 turns were read before; such a message holds only strings, so one object serves every request that
 sends it, and no answer can tell it from a new one."""
+_TEXTS: dict[str, Text] = {}
+"""Text parts made before, by their text: the prose of the model's turns sent back, for the same reason."""
 SAME_AT_MOST = 4096
-"""Messages `_SAME` holds; full, it starts again empty."""
+"""Entries `_SAME` and `_TEXTS` each hold; full, one starts again empty."""
 SAME_LONGEST = 4096
-"""The longest text or result `_SAME` keeps (characters): a longer one is made anew each time, so the
-memo holds at most about 16 MiB whatever the requests."""
+"""The longest text or result either keeps (characters): a longer one is made anew each time, so the
+two hold at most about 32 MiB whatever the requests."""
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def text_part(text: str) -> Text:
+    """`Text(text)`, the same object each time it is sent."""
+    part = _TEXTS.get(text)
+    if part is None:
+        part = wire_text(text)
+        _keep(_TEXTS, text, part, text)
+    return part
 
 
 def text_message(role: Role, text: str) -> Message:
@@ -46,8 +67,8 @@ def text_message(role: Role, text: str) -> Message:
     key = (role, text)
     message = _SAME.get(key)
     if message is None:
-        message = walked_message(role, (wire_text(text),))
-        _keep(key, message, text)
+        message = walked_message(role, (text_part(text),))
+        _keep(_SAME, key, message, text)
     return message
 
 
@@ -57,15 +78,15 @@ def result_message(call_id: str, content: str, is_error: bool) -> Message:
     message = _SAME.get(key)
     if message is None:
         message = walked_message("tool", (wire_result(call_id, content, is_error),))
-        _keep(key, message, content)
+        _keep(_SAME, key, message, content)
     return message
 
 
-def _keep(key: tuple[str, ...] | tuple[str, str, bool], message: Message, text: str) -> None:
+def _keep(memo: dict[_K, _V], key: _K, made: _V, text: str) -> None:
     if len(text) <= SAME_LONGEST:
-        if len(_SAME) >= SAME_AT_MOST:
-            _SAME.clear()
-        _SAME[key] = message
+        if len(memo) >= SAME_AT_MOST:
+            memo.clear()
+        memo[key] = made
 
 
 def walked_tool(name: str, description: str, parameters: dict[str, Any]) -> Tool:
@@ -78,7 +99,7 @@ def walked_tool(name: str, description: str, parameters: dict[str, Any]) -> Tool
     return tool
 
 
-def walked_conversation(
+def walked_request(
     model: str,
     messages: list[Message],
     paths: list[str],

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._types import Message, Part, Role, Tool, wire_call, wire_text
+from ..._types import Message, Part, Role, Tool, wire_call
 from .._base import Conversation
 from .._json import orjson_read
-from .._walked import plain_name, result_message, text_message, walked_conversation, walked_message, walked_tool
+from .._walked import plain_name, result_message, text_message, text_part, walked_message, walked_request, walked_tool
 from ._reasoning import _enabled, decode_block
 from ._validate import _CHOICES, _ID, _KNOWN_KEYS, _TOOL_NAME
 
@@ -88,9 +88,9 @@ def fast_request(body: bytes) -> Conversation | None:
     if has_tool_blocks and not tool_count:
         return None
     if system:
-        messages.insert(0, walked_message("system", tuple(wire_text(part) for part in system)))
+        messages.insert(0, walked_message("system", tuple(text_part(part) for part in system)))
         paths.insert(0, "system")
-    return walked_conversation(model, messages, paths, tools, choice, stream, data)
+    return walked_request(model, messages, paths, tools, choice, stream, data)
 
 
 def _plain_option(key: str, value: Any) -> bool:
@@ -210,7 +210,7 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
                     text = block.get("text")
                     if type(text) is not str or not text or called:
                         return None
-                    parts.append(wire_text(text))
+                    parts.append(text_part(text))
                     opening = False
                 elif tag == "tool_use":
                     call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")

@@ -21,10 +21,10 @@ import base64
 import binascii
 from typing import Any
 
-from ..._types import Message, Part, Tool, wire_call, wire_text
+from ..._types import Message, Part, Tool, wire_call
 from .._base import Conversation
 from .._json import orjson_read
-from .._walked import plain_name, result_message, text_message, walked_conversation, walked_message, walked_tool
+from .._walked import plain_name, result_message, text_message, text_part, walked_message, walked_request, walked_tool
 from ._jsontext import _MAX_DEPTH, _too_deep
 from ._parse import _pair, _result
 from ._proto import _MODES, TOP_LEVEL_NAMES, _lower_types
@@ -68,11 +68,11 @@ def fast_request(body: bytes, *, path_model: str | None, path_stream: bool) -> C
     messages: list[Message] = []
     paths: list[str] = []
     if texts:
-        messages.append(walked_message("system", tuple(wire_text(part) for part in texts)))
+        messages.append(walked_message("system", tuple(text_part(part) for part in texts)))
         paths.append("systemInstruction")
     if not _contents(contents, messages, paths):
         return None
-    return walked_conversation(
+    return walked_request(
         path_model or (model.removeprefix("models/") if model else None) or "",
         messages,
         paths,
@@ -260,7 +260,7 @@ def _model_parts(parts: list[Any], turn: int, called: list[str]) -> tuple[Part, 
         if len(part) == 1:
             text = part.get("text")
             if type(text) is str and text:
-                read.append(wire_text(text))
+                read.append(text_part(text))
                 continue
             call = _field(part, "functionCall", "function_call")
             if call is None:
@@ -291,7 +291,7 @@ def _model_parts(parts: list[Any], turn: int, called: list[str]) -> tuple[Part, 
                 if reasoning is not None:
                     read.append(reasoning)
                 if not thought:
-                    read.append(wire_text(text))
+                    read.append(text_part(text))
                 continue
             if signature:
                 reasoning = wire_reasoning({"thoughtSignature": signature})
@@ -358,6 +358,6 @@ def _user_turn(
         messages.append(text_message("user", texts[0]))
         paths.append(path)
     elif texts or not names:
-        messages.append(walked_message("user", tuple(wire_text(text) for text in texts)))
+        messages.append(walked_message("user", tuple(text_part(text) for text in texts)))
         paths.append(path)
     return True

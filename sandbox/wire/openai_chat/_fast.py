@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from ..._types import Message, Part, Role, Tool, wire_call, wire_text
+from ..._types import Message, Part, Role, Tool, wire_call
 from .._base import Conversation
 from .._openai import call_arguments
-from .._walked import plain_name, result_message, text_message, walked_conversation, walked_message, walked_tool
+from .._walked import plain_name, result_message, text_message, text_part, walked_message, walked_request, walked_tool
 from ._validate import _NAME_RE, KNOWN_FIELDS, MAX_CALL_ID, MAX_DESCRIPTION, MAX_NAME, TOOL_CHOICES
 
 __all__ = ["fast_parse"]
@@ -74,7 +74,7 @@ def fast_parse(data: dict[str, Any]) -> Conversation | None:
     if neutral is None:
         return None
     count = len(messages)
-    return walked_conversation(
+    return walked_request(
         model,
         neutral,
         list(_PATHS[:count]) if count <= len(_PATHS) else [f"messages[{index}]" for index in range(count)],
@@ -147,7 +147,7 @@ def _assistant(message: dict[str, Any], content: Any) -> list[Part] | None:
         if joined is None:
             return None
         text = joined
-    parts: list[Part] = [wire_text(text)] if text else []
+    parts: list[Part] = [text_part(text)] if text else []
     if calls is None:
         return parts
     if type(calls) is not list or not calls:
@@ -180,7 +180,7 @@ def _texts(content: Any) -> list[Part] | None:
             text = part.get("text")
             if type(text) is not str:
                 return None
-            texts.append(wire_text(text))
+            texts.append(text_part(text))
         elif kind == "refusal":
             if type(part.get("refusal")) is not str:
                 return None
