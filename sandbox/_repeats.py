@@ -81,25 +81,17 @@ def history_keys(scope: str, messages: Sequence[Message], resume: Digested | Non
 def _next_key(key: int, role: str, content: Sequence[Part]) -> int:
     """The key of a history of key `key` followed by a message of `role` and `content`, as the model
     reads it: its role and each part's fields, each a field of the hashed tuple (so no text can pose
-    as a field boundary). A call is its id and name: the replay matched its arguments to the call the
-    script made at that step already (as dicts, whatever the order of their keys), so they tell no two
-    accepted histories apart, and writing them out cost as much as the rest of the key."""
+    as a field boundary)."""
     fields: list[object] = [key, role]
     for part in content:
-        kind = type(part)
-        if kind is Text:
-            fields += ("t", part.text)  # type: ignore[union-attr]
-        elif kind is ToolCall:
-            fields += ("c", part.id, part.name)  # type: ignore[union-attr]
-        elif kind is ToolResult:
-            fields += ("r", part.call_id, part.is_error, part.content)  # type: ignore[union-attr]
-        else:
-            fields += _other_fields(part)
+        fields += _part_fields(part)
     return hash(tuple(fields))
 
 
-def _other_fields(part: Part) -> tuple[object, ...]:
-    """A part of a subclass of the kinds above keyed as its kind is; any other part by its repr."""
+def _part_fields(part: Part) -> tuple[object, ...]:
+    """A part's fields in the key. A call is its id and name: the replay matched its arguments to the
+    call the script made at that step already (as dicts, whatever the order of their keys), so they
+    tell no two accepted histories apart, and writing them out cost as much as the rest of the key."""
     if isinstance(part, Text):
         return ("t", part.text)
     if isinstance(part, ToolCall):

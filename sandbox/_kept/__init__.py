@@ -36,12 +36,13 @@ from typing import Any
 
 from .._types import assembled
 from ..wire import Conversation, ModelTurn, WireError, WireFormat
+from ..wire._compact import compact_bytes
 from ..wire.anthropic import Thread, Walk, thread_after
 from ..wire.openai_responses import LaterWalk, Walked, parse_continuing
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id
 from ._errors import explain_missing_conversation, explain_missing_response
-from ._expanded import Expanded, dumps_bytes, input_items, joined_bytes, json_object
+from ._expanded import Expanded, input_items, joined_bytes, json_object
 from ._store import ENTRY_OVERHEAD, Claim, Entry, Store
 from ._threads import THREAD_CREATE_ONLY, expand_thread, parse_thread
 from ._turns import append_turn, expand_conversation
@@ -190,12 +191,12 @@ class KeptState:
             sent = expanded.new_items
             if sent is None:
                 sent = joined_bytes(raw.get("messages", []))
-            reply = dumps_bytes({"role": "assistant", "content": response["content"]})
+            reply = compact_bytes({"role": "assistant", "content": response["content"]})
             if claim is not None:
                 fields = claim.fields
             else:
                 kept_fields = {name: raw[name] for name in THREAD_CREATE_ONLY if name in raw}
-                fields = dumps_bytes(kept_fields) if kept_fields else b""
+                fields = compact_bytes(kept_fields) if kept_fields else b""
         else:
             sent = expanded.new_items
             if sent is None:

@@ -16,7 +16,7 @@ from ..wire._json import decode
 from ._chain import Resume
 from ._store import Claim
 
-__all__ = ["Expanded", "dumps_bytes", "input_items", "joined_bytes", "json_object", "reads_alike", "splice"]
+__all__ = ["Expanded", "input_items", "joined_bytes", "json_object", "reads_alike", "splice"]
 
 
 @dataclass
@@ -92,7 +92,7 @@ def _walked_whole(
 def splice(fields: Mapping[str, Any], key: str, parts: tuple[bytes, ...]) -> bytes:
     """`fields` as a JSON object with `key` set to the array of the JSON fragments `parts`, built from
     the stored bytes without parsing them."""
-    head = dumps_bytes(fields)
+    head = compact_bytes(fields)
     array = b'"' + key.encode() + b'":[' + b",".join(part for part in parts if part) + b"]"
     return (b"{" + array + b"}") if head == b"{}" else head[:-1] + b"," + array + b"}"
 
@@ -128,14 +128,10 @@ def reads_alike(*parts: bytes) -> bool:
     return True
 
 
-dumps_bytes: Callable[[Any], bytes] = compact_bytes
-"""json.dumps's compact text as UTF-8, written by orjson where it writes the same (`compact_bytes`)."""
-
-
 def joined_bytes(items: list[Any]) -> bytes:
     """The items' JSON texts joined by commas, as stored: the list's compact text without its brackets
     (the same bytes as each item encoded alone, one encoder call instead of one per item)."""
-    return dumps_bytes(items)[1:-1]
+    return compact_bytes(items)[1:-1]
 
 
 def input_items(data: Mapping[str, Any]) -> list[Any] | None:

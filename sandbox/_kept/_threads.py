@@ -12,10 +12,11 @@ import json
 from typing import Any
 
 from ..wire import Conversation, WireError, WireFormat
+from ..wire._compact import compact_bytes
 from ..wire.anthropic import Thread, continue_thread, walk_thread
 from ._chain import Resume, Snapshot
 from ._errors import fingerprint_mismatch, thread_error, thread_refusal, unsupported_in_thread
-from ._expanded import Expanded, dumps_bytes, joined_bytes, reads_alike
+from ._expanded import Expanded, joined_bytes, reads_alike
 from ._store import Claim, Store
 
 __all__ = ["THREAD_CREATE_ONLY", "expand_thread", "parse_thread"]
@@ -34,7 +35,7 @@ def expand_thread(store: Store, wire: WireFormat, data: dict[str, Any], owner: s
         raise unsupported
     kind = thread.get("type")
     if kind == "create":
-        return Expanded(dumps_bytes(rest), keep=True, resume=Resume())
+        return Expanded(compact_bytes(rest), keep=True, resume=Resume())
     previous = thread.get("previous_message_id")
     if kind != "continue" or not isinstance(previous, str):
         raise thread_error(
@@ -59,7 +60,7 @@ def expand_thread(store: Store, wire: WireFormat, data: dict[str, Any], owner: s
     fields = {**rest, **stored}
     snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
     resume, short = Resume(), None
-    if snapshot is not None and isinstance(snapshot.walked, Thread) and reads_alike(dumps_bytes(rest), new_items):
+    if snapshot is not None and isinstance(snapshot.walked, Thread) and reads_alike(compact_bytes(rest), new_items):
         resume.walked, resume.replayed = snapshot.walked, snapshot.replayed
         resume.chain_bytes = snapshot.chain_bytes
         short = {**fields, "messages": messages}

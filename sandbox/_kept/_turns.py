@@ -16,10 +16,11 @@ import json
 from typing import Any
 
 from ..wire import WireError
+from ..wire._compact import compact_bytes
 from ..wire.openai_responses import Walked, parse_continuing, walk_answer
 from ._chain import Resume, Snapshot, snapshot_size
 from ._conversations import Conversations, normalised
-from ._expanded import Expanded, dumps_bytes, input_items, joined_bytes, reads_alike
+from ._expanded import Expanded, input_items, joined_bytes, reads_alike
 
 __all__ = ["append_turn", "expand_conversation"]
 
@@ -39,7 +40,7 @@ def expand_conversation(
     rest = {name: value for name, value in data.items() if name not in ("conversation", "input")}
     resume, short = Resume(), None
     walked = snapshot.walked if isinstance(snapshot, Snapshot) else None  # a conversation's: never a LaterWalk
-    if isinstance(snapshot, Snapshot) and isinstance(walked, Walked) and reads_alike(dumps_bytes(rest), new_items):
+    if isinstance(snapshot, Snapshot) and isinstance(walked, Walked) and reads_alike(compact_bytes(rest), new_items):
         resume.walked, resume.replayed, resume.chain_bytes = walked, snapshot.replayed, snapshot.chain_bytes
         short = {**rest, "input": new_input}
     return Expanded(
