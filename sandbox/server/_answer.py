@@ -48,9 +48,11 @@ except ImportError:  # pragma: no cover
     _brotli = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Reply:
-    """An answer for the socket: status, headers (lower-case names) and the body's pieces."""
+    """An answer for the socket: status, headers (lower-case names) and the body's pieces. Nothing
+    changes one once it is made; not frozen, as every request makes one and a frozen dataclass sets
+    each field through `object.__setattr__`."""
 
     status: int
     headers: Mapping[str, str]

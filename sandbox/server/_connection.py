@@ -188,10 +188,13 @@ class Connection(Watch, asyncio.Protocol):
         self._grow_head(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._grow_head(len(name) + len(value))
+        self._head_size += len(name) + len(value)  # `_grow_head`, inline: three or more calls a request
+        if self._head_size > MAX_HEAD:
+            self._grow_head(0)
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
-        self._headers[key] = f"{self._headers[key]}, {text}" if key in self._headers else text
+        headers = self._headers
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
 
     def on_headers_complete(self) -> None:
         self._in_head = False

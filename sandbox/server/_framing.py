@@ -28,9 +28,10 @@ def _date_header() -> bytes:
 def encode(reply: Reply, *, keep: bool, chunked: bool) -> bytes:
     """The whole answer as one piece of bytes: head, then the body (chunked framing for a stream)."""
     parts = [_STATUS.get(reply.status) or f"HTTP/1.1 {reply.status} Unknown\r\n".encode(), _date_header()]
-    parts += [
-        f"{name}: {value}\r\n".encode("latin-1") for name, value in reply.headers.items() if name not in _OWN_HEADERS
-    ]
+    own = _OWN_HEADERS
+    parts.append(
+        "".join([f"{name}: {value}\r\n" for name, value in reply.headers.items() if name not in own]).encode("latin-1")
+    )
     if chunked:  # every frame is ready: one chunk holds them all (a client reads events, not chunks)
         parts.append(b"transfer-encoding: chunked\r\n")
         frames = b"".join(reply.chunks)

@@ -27,7 +27,7 @@ class Limits:
     linger: float = 5.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     """One request as its head said it, and its body as it arrives."""
 
