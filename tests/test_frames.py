@@ -83,9 +83,9 @@ def test_stream_frames_are_what_a_cold_memo_writes_for_every_scenario(provider: 
     assert MEMOS[provider].cache_info() > 0  # the last answer's frames were memoised again
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini"])
+@pytest.mark.parametrize("provider", STREAMED)
 def test_plain_answers_are_what_a_cold_memo_writes_for_every_scenario(provider: str) -> None:
-    """The same for a plain answer's text around its id and usage (Chat, Gemini): the body from a warm
+    """The same for a plain answer's text around its id and usage: the body from a warm
     memo is the one written with it emptied, and the text `dumps` writes for `encode_response`."""
     wire = get_wire_format(provider)
     answered = 0
@@ -122,6 +122,7 @@ VARIANTS: list[tuple[ModelTurn, dict[str, Any]]] = [
     (_turn(raw_stop_reason="length"), {}),
     (_turn(stop=StopReason.MAX_TOKENS), {}),
     (_turn(stop=StopReason.STOP_SEQUENCE), {"raw": {"stop_sequences": ["END"]}}),
+    (_turn(stop=StopReason.STOP_SEQUENCE), {"raw": {"stop_sequences": ["DONE"]}}),
     (_turn(), {"model": 'caf\u00e9 "q"'}),
 ]
 """Turns and requests that differ in one thing each frame is written from."""

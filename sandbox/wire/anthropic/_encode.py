@@ -108,18 +108,31 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
     }
 
 
-def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, dict[str, Any]]:
+def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, None]:
     """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from the
-    parts that change, and what kept state stores of it (the message's `id` and `content`)."""
-    message_id = _message_id(turn)
-    content = _response_blocks(turn.message)
-    body = (
-        f'{{"model":{quote(conversation.model)},"id":"{message_id}","type":"message","role":"assistant",'
-        f'"content":{dumps(content)},"stop_reason":{dumps(_stop(turn))},'
-        f'"stop_sequence":{dumps(_stop_sequence(turn, conversation))},'
-        f'"usage":{_usage_text(turn, turn.usage.output_tokens)}}}'
+    parts that change: the answer's id and its usage, around the text of the rest, which is the same
+    for every answer of the step and comes from `_MEMO` (`_answer_parts`). No response object is made:
+    only kept state reads one, on the few requests that keep a turn, and it encodes it itself then."""
+    stop = _stop(turn)
+    sequence = _stop_sequence(turn, conversation)
+    model = conversation.model
+    content = content_key(turn.message.content)
+    size = len(model) + len(sequence or "")
+    tag = ("answer", model, stop, sequence)
+    head, middle = memoised_frames(_MEMO, tag, content, lambda: _answer_parts(turn, model, stop, sequence), size)
+    usage = _usage_text(turn, turn.usage.output_tokens)
+    return b"".join((head, _message_id(turn).encode(), middle, usage.encode(), b"}")), None
+
+
+def _answer_parts(turn: ModelTurn, model: str, stop: str, sequence: str | None) -> tuple[bytes, bytes]:
+    """A plain answer's bytes before its id, and between its id and its usage."""
+    content = dumps(_response_blocks(turn.message))
+    head = f'{{"model":{quote(model)},"id":"'
+    middle = (
+        f'","type":"message","role":"assistant","content":{content},"stop_reason":{dumps(stop)},'
+        f'"stop_sequence":{dumps(sequence)},"usage":'
     )
-    return to_bytes(body), {"id": message_id, "content": content}
+    return to_bytes(head), to_bytes(middle)
 
 
 def _usage_text(turn: ModelTurn, output_tokens: int) -> str:
@@ -196,7 +209,8 @@ def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
 _PING = sse_frame(dumps({"type": "ping"}), event="ping")
 _STOP = _frame("message_stop", {})
 _MEMO = frame_memo()
-"""A step's content block frames (`_blocks_frames`), by the turn's parts."""
+"""A step's content block frames (`_blocks_frames`), by the turn's parts; a plain answer's text around
+its id and usage (`_answer_parts`), by the turn's parts, the model, the stop reason and sequence."""
 
 
 @functools.lru_cache(maxsize=64)
