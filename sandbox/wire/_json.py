@@ -67,18 +67,29 @@ def decode(data: bytes | bytearray | str, decoder: json.JSONDecoder) -> Any:
     return decoder.decode(data)
 
 
-def orjson_read(raw: bytes) -> tuple[Any, int] | None:
-    """`raw`'s value where orjson reads it as `json` would (see `decode`), and how many arrays and
-    objects it opens; None where only `json` may read it (its value or its error): orjson absent or
+def orjson_read(raw: bytes, deepest: int = MAX_NESTING) -> tuple[Any, int] | None:
+    """`raw`'s value where orjson reads it as `json` would (see `decode`), and a bound on how deep its
+    arrays and objects nest; None where only `json` may read it (its value or its error): orjson absent or
     refusing the body (not UTF-8, a BOM, NaN, a lone surrogate escape, bad JSON), a run of 19 digits,
     more openings than `MAX_NESTING`. A walk that reads only what orjson reads leaves the rest to
-    its full path, and needs no second look for lone surrogates or for nesting below the count."""
+    its full path, and needs no second look for lone surrogates or for nesting below the bound.
+
+    The bound is the count of openings, or half the body's length for a body too short to nest deeper
+    than `deepest` (each level takes an opening and a closing byte): the count is a pass over the body
+    that a short one does without, and a caller with a lower limit of its own says so in `deepest`
+    (at most `MAX_NESTING`)."""
     if _orjson_loads is None:  # pragma: no cover - orjson is installed wherever it installs
         return None
     shape = raw.translate(_SHAPE)
-    opened = shape.count(b"[")
-    if opened > MAX_NESTING or _LONG_NUMBER in shape:
+    if _LONG_NUMBER in shape:
         return None
+    size = len(raw)
+    if size > 2 * deepest + 1:
+        opened = shape.count(b"[")
+        if opened > MAX_NESTING:
+            return None
+    else:
+        opened = size // 2
     try:
         return _orjson_loads(raw), opened
     except ValueError:

@@ -43,7 +43,7 @@ _MAX_NAME = 64
 
 def fast_request(body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation | None:
     """`_parse.parse_request(...)` for a request the full path accepts, read in one walk; None to decline."""
-    read = orjson_read(body)
+    read = orjson_read(body, _MAX_DEPTH)
     if read is None:  # not UTF-8, not JSON, NaN, a lone surrogate, too deep: the full path's to word
         return None
     data, opened = read  # orjson refuses lone surrogates: only nesting is left of `tree_problem`
