@@ -2,6 +2,12 @@
 
     python bench/fingerprint.py              every section; prints each section's hash, count and time
     python bench/fingerprint.py --sections catalogue,faults
+    python bench/fingerprint.py --mask-answer-ids
+
+`--mask-answer-ids` writes every id an answer issues for itself (`chatcmpl-...`, `msg_01...`,
+`req_...`, `resp_...`, a conversation's and its items' ids) and the durations in
+`openai-processing-ms` and `server-timing` as `<id>` before hashing: run on both sides of a change
+to how those ids are derived, it proves that nothing else changed.
 
 Run it on main before a change and after it: the hashes must match. Each section runs on fresh
 engines (their answer counter numbers the ids), so the hash is the same on every run of the same code.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -64,6 +71,14 @@ FAULTS = (  # each error's retry hint 0 (none) or 30 s (every resend is early): 
 )
 ALT_QUERIES = (None, "alt=sse", "alt=json", "", "alt=", "alt=xml", "alt=sse&alt=json", "key=k&alt=sse", "alt=%ff")
 
+ANSWER_IDS = re.compile(
+    rb"chatcmpl-[A-Za-z0-9]{29}|msg_01[1-9A-HJ-NP-Za-km-z]{22}|req_011C[1-9A-HJ-NP-Za-km-z]{20}"
+    rb"|req_[0-9a-f]{32}|\b[a-z]+_[0-9a-f]{48}\b"
+)
+"""The shapes of the ids an answer issues for itself (`--mask-answer-ids`)."""
+TIMED = ("openai-processing-ms", "server-timing")
+"""Headers whose plausible durations derive from an answer's identity (`--mask-answer-ids`)."""
+
 Sent = tuple[str, str | None, dict[str, str], bytes]
 """A request as the engine takes it: path, query, headers, body."""
 
@@ -71,7 +86,8 @@ Sent = tuple[str, str | None, dict[str, str], bytes]
 class Fingerprint:
     """A running SHA-256 of exchanges, and the count of internal errors among them."""
 
-    def __init__(self) -> None:
+    def __init__(self, mask: bool = False) -> None:
+        self.mask = mask
         self.hash = hashlib.sha256()
         self.count = 0
         self.internal: list[str] = []
@@ -92,13 +108,19 @@ class Fingerprint:
             repr(exchange.fault),
             repr(exchange.delivery),
         )
-        self.hash.update(repr(fields).encode("utf-8", "surrogatepass") + b"\0")
-        self.hash.update(exchange.request_body + b"\0")
+        if self.mask:
+            headers = fields[4]
+            fields = (*fields[:4], [(k, "<id>" if k in TIMED else v) for k, v in headers], *fields[5:])
+        self._update(repr(fields).encode("utf-8", "surrogatepass") + b"\0")
+        self._update(exchange.request_body + b"\0")
         for chunk in exchange.chunks:
-            self.hash.update(len(chunk).to_bytes(8, "big") + chunk)
+            self._update(len(chunk).to_bytes(8, "big") + chunk)
         self.hash.update(b"\1")
         if exchange.status == 500 and b"sandbox internal error" in exchange.body:
             self.internal.append(f"{exchange.path}: {exchange.body[:300]!r} <- {exchange.request_body[:200]!r}")
+
+    def _update(self, data: bytes) -> None:
+        self.hash.update(ANSWER_IDS.sub(b"<id>", data) if self.mask else data)
 
 
 def _result(scenario: str, round_: int, call: skyl.ToolCall) -> skyl.Message:
@@ -287,13 +309,14 @@ def alt_runs(fingerprint: Fingerprint, valid: list[Sent]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"some of: {','.join(SECTIONS)}")
+    parser.add_argument("--mask-answer-ids", action="store_true", help="hash every answer's own ids as <id>")
     args = parser.parse_args(argv)
     chosen = [name for name in args.sections.split(",") if name]
     unknown = sorted(set(chosen) - set(SECTIONS))
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; use some of {', '.join(SECTIONS)}")
     total = hashlib.sha256()
-    catalogue_fp = Fingerprint()
+    catalogue_fp = Fingerprint(args.mask_answer_ids)
     recording = Recording(catalogue_fp)
     started = time.perf_counter()
     catalogue_runs(recording)  # every other section reads its valid bodies
@@ -310,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "catalogue":
             fingerprint = catalogue_fp
         else:
-            fingerprint = Fingerprint()
+            fingerprint = Fingerprint(args.mask_answer_ids)
             runs[name](fingerprint)
         seconds = catalogue_seconds if name == "catalogue" else time.perf_counter() - started
         digest = fingerprint.hash.hexdigest()

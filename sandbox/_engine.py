@@ -19,7 +19,7 @@ from typing import Any
 from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
-from ._exchange import Exchange, as_json_array, error_exchange, request_digest
+from ._exchange import Exchange, answer_identity, as_json_array, error_exchange, request_digest
 from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, too_large, unknown_scenario
@@ -180,7 +180,7 @@ class Engine:
         request and this engine's number for it, so two senders of the same request never share an id
         (a thread, a stored response, a conversation), and a fresh engine answers the same requests, in
         the same order, with the same ids on every run."""
-        return request_digest(method, path, body, next(self._answers))
+        return answer_identity(next(self._answers), method, path, body)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""

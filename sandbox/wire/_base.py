@@ -32,6 +32,7 @@ __all__ = [
     "StreamDecoder",
     "WireError",
     "WireFormat",
+    "seeded_token",
     "stable_token",
     "unique_token",
 ]
@@ -45,14 +46,27 @@ HEX = "0123456789abcdef"
 
 
 def unique_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
+    """An id body of `length` characters of `alphabet` for a seed that holds an answer's identity (a
+    response id, a request id: `answer_identity`), so no other answer has it: a BLAKE2s digest of the
+    seed, `length` bytes long (half as many for hex, its hex digits), each byte one character of the
+    alphabet by its value modulo the alphabet's size. The first 256 mod size characters come a little
+    more often; an id must be unique and deterministic, not uniform. Every answer writes two such ids,
+    and this is a fifth of `seeded_token`'s instructions (no big-number arithmetic). At most 32
+    characters (64 in hex)."""
+    if alphabet == HEX:
+        return hashlib.blake2s(seed.encode(), digest_size=(length + 1) // 2).hexdigest()[:length]
+    return hashlib.blake2s(seed.encode(), digest_size=length).digest().translate(_by_byte(alphabet)).decode("ascii")
+
+
+def seeded_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
     """A deterministic id body derived from `seed`, in the alphabet a provider uses: the SHA-256 of the
     seed read as a big-endian number, written in base `len(alphabet)` from its lowest digit up.
 
-    This is for a seed that holds an answer's identity (no other answer has it: a response id, a
-    request id), so a memo could only churn; `stable_token` is the same text, memoised, for the seeds
-    every conversation shares (call and item ids, by scenario and step). The conversion takes two
-    digits at a time from a table (dividing by the base twice is dividing by its square), and the hex
-    alphabet straight from the hex digest, which holds those digits already."""
+    This is what the ids every conversation shares derive from (call and item ids, signatures, by
+    scenario and step: `stable_token`), which scripts, recorded dialogues and learners' transcripts
+    quote, so their derivation stays as it was. The conversion takes two digits at a time from a
+    table (dividing by the base twice is dividing by its square), and the hex alphabet straight from
+    the hex digest, which holds those digits already."""
     digest = hashlib.sha256(seed.encode()).digest()
     if alphabet == HEX:
         return (digest.hex()[::-1] + "0" * max(0, length - 64))[:length]
@@ -68,8 +82,14 @@ def unique_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
     return "".join(chars)
 
 
-stable_token = functools.lru_cache(maxsize=4096)(unique_token)
-"""`unique_token`, memoised: for the seeds many answers share (call and item ids, by scenario and step)."""
+stable_token = functools.lru_cache(maxsize=4096)(seeded_token)
+"""`seeded_token`, memoised: for the seeds many answers share (call and item ids, by scenario and step)."""
+
+
+@functools.lru_cache(maxsize=8)
+def _by_byte(alphabet: str) -> bytes:
+    """The table `bytes.translate` writes a digest's bytes in `alphabet` with: byte b -> alphabet[b % size]."""
+    return bytes(ord(alphabet[value % len(alphabet)]) for value in range(256))
 
 
 @functools.lru_cache(maxsize=8)
@@ -165,8 +185,8 @@ class ModelTurn:
     """A provider-specific stop value that overrides the faithful mapping (`stop`, `STOP`, ...)."""
     usage: Usage = field(default_factory=Usage)
     request: str = ""
-    """The identity of the answer: a digest of the request and the engine's number for it (empty
-    outside the engine)."""
+    """The identity of the answer: the engine's number for the request after a checksum of it
+    (`answer_identity`; empty outside the engine)."""
     reasoning_tokens: int = 0
     """The part of `usage.output_tokens` spent thinking: counted for a turn that carries reasoning."""
 

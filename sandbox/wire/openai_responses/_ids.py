@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from .._base import CREATED_AT, HEX, unique_token
+from .._base import CREATED_AT, HEX, seeded_token, unique_token
 
 __all__ = ["item_id_for", "response_id"]
 
@@ -27,7 +27,7 @@ def _shaped(prefix: str, own: str, seed: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _shared(seed: str) -> tuple[str, str]:
     """The digits the ids of turn `seed` share, in the two places they go: every answer at a step asks."""
-    shared = unique_token(f"{seed}:shared", 20, HEX)
+    shared = seeded_token(f"{seed}:shared", 20, HEX)
     return shared[:4], shared[4:]
 
 
@@ -35,7 +35,7 @@ def _shared(seed: str) -> tuple[str, str]:
 def item_id_for(prefix: str, seed: str, what: str) -> str:
     """The id of the item `what` (`reasoning`, `message:0`, `call:1`) of turn `seed`: memoised, as every
     answer at one step has the same items' ids (two tokens and their shaping, against one look-up)."""
-    return _shaped(prefix, unique_token(f"{seed}:{what}", 20, HEX), seed)
+    return _shaped(prefix, seeded_token(f"{seed}:{what}", 20, HEX), seed)
 
 
 def response_id(response_seed: str, seed: str) -> str:
