@@ -106,7 +106,7 @@ class Engine:
         state (`owner_key`).
         """
         found = route(path)
-        digest = self._identity(method, path, body)
+        digest = self._identity(body)
         owner = owner_key(headers or {})
         if path == CONVERSATIONS or path.startswith(CONVERSATIONS + "/"):
             return self._conversations(method, path, body, query or "", owner, digest)
@@ -175,18 +175,18 @@ class Engine:
         kept state (a continuation's history is its chain's, whatever its own size)."""
         return len(body) <= inline_bytes and not self.kept.may_continue(body)
 
-    def _identity(self, method: str, path: str, body: bytes) -> str:
+    def _identity(self, body: bytes) -> str:
         """What every id an answer issues for itself derives from (its response id, its request id): the
         request and this engine's number for it, so two senders of the same request never share an id
         (a thread, a stored response, a conversation), and a fresh engine answers the same requests, in
         the same order, with the same ids on every run."""
-        return answer_identity(next(self._answers), method, path, body)
+        return answer_identity(next(self._answers), body)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = self._identity(method, path, f"oversized:{size}".encode())
+        digest = self._identity(f"oversized:{size}".encode())
         return error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
@@ -204,7 +204,7 @@ class Engine:
         provider that `path` belongs to, as the engine's errors are."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = self._identity(method, path, f"refused:{status}:{message}".encode())
+        digest = self._identity(f"refused:{status}:{message}".encode())
         return error_exchange(method, path, b"", wire, wire.error(status, message, rule=Rule.MALFORMED), None, digest)
 
     def _too_large(self, wire: WireFormat, size: int) -> WireError:

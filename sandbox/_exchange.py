@@ -64,14 +64,13 @@ def request_digest(method: str, path: str, body: bytes) -> str:
     return digest.hexdigest()
 
 
-def answer_identity(number: int, method: str, path: str, body: bytes) -> str:
+def answer_identity(number: int, body: bytes) -> str:
     """What every id an answer issues for itself derives from: the engine's `number` for the request
-    (unique in the engine, so no two answers share an id), in hex after a CRC-32 of its method, path
-    and bytes (eight hex digits), so that engines answering different requests, a server before and
-    after a restart among them, seldom issue the same id. A checksum rather than a digest: the number
-    already makes it unique, and a 1 kB body costs a fifth of a BLAKE2 digest's instructions."""
-    head = zlib.crc32(f"{method.upper()}\0{path}\0".encode("utf-8", "surrogatepass"))
-    return f"{zlib.crc32(body, head):08x}{number:x}"
+    (unique in the engine, so no two answers share an id), in hex after a CRC-32 of the request's
+    bytes (eight hex digits), so that engines answering different requests, a server before and after
+    a restart among them, seldom issue the same id. A checksum rather than a digest: the number
+    already makes it unique, and a 1 kB body costs a third of a BLAKE2 digest's instructions."""
+    return f"{zlib.crc32(body):08x}{number:x}"
 
 
 def error_exchange(
