@@ -7,6 +7,7 @@ answers alone."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -255,6 +256,29 @@ def test_content_key_declines_long_or_foreign_parts() -> None:
     assert content_key([ToolCall("c", "f", {"x": 1})]) != content_key([ToolCall("c", "f", {"x": 1.0})])
     thought = Reasoning("anthropic", "hm", payload='{"type":"thinking","thinking":"hm","signature":"s"}')
     assert content_key([thought, Text("a")]) != content_key([Text("a")])
+
+
+def test_content_key_of_a_lone_text_is_the_key_of_its_parts() -> None:
+    """A final answer's one text is keyed without the loop, as the loop keys a text among others."""
+    assert content_key([Text("ab")]) == ((("text", "ab"),), 2)
+    both = content_key([Text("ab"), Text("c")])
+    assert both is not None and both[0][0] == content_key([Text("ab")])[0][0]  # type: ignore[index]
+
+
+def test_a_memo_hit_stands_when_another_thread_evicts_it_meanwhile() -> None:
+    """`Memo.get` takes no lock: a `put` in another thread may evict the key between the lookup and
+    the move to the end, and the value found is still the one the key stands for."""
+
+    class Evicting(OrderedDict[Any, Any]):
+        def move_to_end(self, key: Any, last: bool = True) -> None:
+            del self[key]  # what a racing put's eviction does
+            super().move_to_end(key, last)
+
+    memo: Memo[tuple[bytes, ...]] = Memo(entries=3, max_bytes=1000, largest=400)
+    memo.put("k", (b"frame",), 5)
+    memo._values = Evicting(memo._values)
+    assert memo.get("k") == (b"frame",)
+    assert memo.get("k") is None
 
 
 def test_frames_are_counted_with_their_key() -> None:

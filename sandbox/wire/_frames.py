@@ -42,6 +42,9 @@ def content_key(
     and redaction), and its size in characters; None for a turn no memo should hold (longer than
     `CONTENT_LIMIT`, or with a part a model turn cannot have or arguments that are not JSON, whose
     error the format raises on every request)."""
+    if len(content) == 1 and type(content[0]) is Text:  # a final answer's one text: most answers
+        text = content[0].text
+        return ((("text", text),), len(text)) if len(text) <= CONTENT_LIMIT else None
     key: list[tuple[Any, ...]] = []
     size = 0
     try:

@@ -44,12 +44,19 @@ class Memo(Generic[V]):
         return self._bytes
 
     def get(self, key: Hashable) -> V | None:
-        with self._lock:
-            found = self._values.get(key)
-            if found is None:
-                return None
-            self._values.move_to_end(key)
-            return found[0]
+        """The value under `key`, made the most recently used. Without the lock: the lookup and the
+        move are each one call into `OrderedDict`, which no other thread interleaves (the keys are
+        tuples of strings and numbers, hashed and compared without Python code), and a key that a
+        `put` in another thread evicts between the two is a hit all the same. Every answer asks."""
+        values = self._values
+        found = values.get(key)
+        if found is None:
+            return None
+        try:
+            values.move_to_end(key)
+        except KeyError:  # evicted meanwhile: its value is still the one the key stands for
+            pass
+        return found[0]
 
     def put(self, key: Hashable, value: V, size: int) -> None:
         """Keep `value` under `key` if it fits (`size` at most `largest`), the least recently used going
