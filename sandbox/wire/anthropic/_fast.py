@@ -27,6 +27,8 @@ __all__ = ["fast_request"]
 _CHECKED = frozenset(
     "model messages max_tokens system tools tool_choice stream stop_sequences temperature top_p top_k metadata".split()
 )
+_READ = frozenset(("model", "messages", "max_tokens"))
+"""The keys read before the loop over the body's keys."""
 _UNREAD = _KNOWN_KEYS - _CHECKED - {"thread"}
 """Known keys whose values the schema check never reads (`thinking`, `service_tier`, ...): any value
 passes it, so they pass here; a `thread` goes through kept state and the full walk."""
@@ -55,7 +57,7 @@ def fast_request(body: bytes) -> Conversation | None:
     stream = False
     for key, value in data.items():
         if key in _CHECKED:
-            if value is None or key in ("model", "messages", "max_tokens"):
+            if value is None or key in _READ:
                 continue
             if key == "system":
                 read = _system(value)

@@ -262,9 +262,11 @@ def _model_parts(parts: list[Any], turn: int, called: list[str]) -> tuple[Part, 
             if type(text) is str and text:
                 read.append(text_part(text))
                 continue
-            call = _field(part, "functionCall", "function_call")
+            call = part.get("functionCall")  # `_field`, inline: every call part of a history
             if call is None:
-                return None
+                call = part.get("function_call")
+                if call is None:
+                    return None
         elif not part.keys() <= _PART_KEYS:
             return None
         else:
@@ -328,7 +330,9 @@ def _user_turn(
                 return False
             texts.append(text)
             continue
-        response = _field(part, "functionResponse", "function_response")
+        response = part.get("functionResponse")  # `_field`, inline: every response part of a history
+        if response is None:
+            response = part.get("function_response")
         if type(response) is not dict:
             return False
         name, payload, call_id = response.get("name"), response.get("response"), response.get("id")

@@ -133,6 +133,8 @@ def reasoning_events(index: int, part: Reasoning) -> list[StreamEvent]:
 def check_echo(conversation: Conversation, index: int, expected: Sequence[Reasoning], *, error: Any) -> None:
     """The model turn `index` of the current turn must carry the signature the fake gave its first call.
     `error` is the wire format's `error(status, message, rule=..., message_index=...)`."""
+    if not expected:
+        return  # no reasoning sent with that turn (most scenarios): no signature to find
     issued = [part.data()["thoughtSignature"] for part in expected if not is_thought(part)]
     if not issued or not _in_current_turn(conversation, index):
         return

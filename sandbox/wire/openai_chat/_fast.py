@@ -121,20 +121,18 @@ def _messages(messages: list[Any]) -> list[Message] | None:
             continue
         if role != "assistant" or message.get("function_call") is not None:
             return None  # the deprecated function role and function_call: the full parse reads them
-        parts = _assistant(message, content)
+        parts = _assistant(message, content, open_ids)
         if parts is None:
             return None
-        calls = message.get("tool_calls")
-        if calls:
-            open_ids = [call["id"] for call in calls]
         neutral.append(walked_message("assistant", tuple(parts)))
     if open_ids and len(answered) != len(set(open_ids)):
         return None
     return neutral
 
 
-def _assistant(message: dict[str, Any], content: Any) -> list[Part] | None:
-    """An assistant turn's text and calls; None for anything the full check might refuse."""
+def _assistant(message: dict[str, Any], content: Any, ids: list[str]) -> list[Part] | None:
+    """An assistant turn's text and calls, each call's id put in `ids` (empty when called: the turn
+    before is closed); None for anything the full check might refuse."""
     calls = message.get("tool_calls")
     if content is None:
         if calls is None:
@@ -164,6 +162,7 @@ def _assistant(message: dict[str, Any], content: Any) -> list[Part] | None:
         if type(arguments) is not str or not _good_name(name):
             return None
         parts.append(wire_call(call_id, name, call_arguments(arguments)))
+        ids.append(call_id)
     return parts
 
 
