@@ -61,7 +61,7 @@ class SandboxApp:
             return
         sender = sender_of(scope.get("client"))  # the connection: see the repeat guard
         query = scope.get("query_string", b"").decode("latin-1")
-        if self.front.heavy(body, headers):
+        if self.front.heavy(path, body, headers):
             reply = await asyncio.to_thread(self.front.answer, method, path, query, headers, body, sender)
         else:
             reply = self.front.answer(method, path, query, headers, body, sender)

@@ -12,6 +12,7 @@ words itself in `_refusals`, the history's replay in `_replay`, kept state in `_
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -108,7 +109,7 @@ class Engine:
         found = route(path)
         digest = self._identity(body)
         owner = owner_key(headers or {})
-        if path == CONVERSATIONS or path.startswith(CONVERSATIONS + "/"):
+        if path == CONVERSATIONS or path.startswith(_CONVERSATIONS_UNDER):
             return self._conversations(method, path, body, query or "", owner, digest)
         cloud: CloudRoute | None = None
         if found is None and method.upper() == "POST":
@@ -170,10 +171,13 @@ class Engine:
         headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
         return Exchange(method, path, status, headers, (answer,), body, wire.name)
 
-    def runs_inline(self, body: bytes, inline_bytes: int) -> bool:
-        """Whether an event-loop door may answer `body` on the loop: a small request that continues no
-        kept state (a continuation's history is its chain's, whatever its own size)."""
-        return len(body) <= inline_bytes and not self.kept.may_continue(body)
+    def runs_inline(self, path: str, body: bytes, inline_bytes: int) -> bool:
+        """Whether an event-loop door may answer `body`, sent to `path`, on the loop: a small request
+        that continues no kept state (a continuation's history is its chain's, whatever its own size)."""
+        if len(body) > inline_bytes:
+            return False
+        found = route(path)
+        return not self.kept.may_continue(body, found.provider if found is not None else None)
 
     def _identity(self, body: bytes) -> str:
         """What every id an answer issues for itself derives from (its response id, its request id): the
@@ -245,7 +249,7 @@ class Engine:
             resume.parser = resume.full = None
             position = replay(wire, scenario, conversation)
             done = None
-        scope = f"{path}\0{scenario.name}"
+        scope = _scope(path, scenario.name)
         history, continued = history_keys(scope, conversation.messages, done.digested if done is not None else None)
         if resume is not None:
             digested = Digested(scope, len(conversation.messages), history, continued)
@@ -321,3 +325,13 @@ class Engine:
         if scenario is not None:
             return scenario
         raise unknown_scenario(wire, model, ", ".join(sorted(self.scenarios)))
+
+
+_CONVERSATIONS_UNDER = CONVERSATIONS + "/"
+
+
+@functools.lru_cache(maxsize=256)
+def _scope(path: str, scenario: str) -> str:
+    """What the repeat guard keeps apart (`history_keys`): the path and the scenario. One string for
+    each pair, so its hash is computed once, not on every request."""
+    return f"{path}\0{scenario}"

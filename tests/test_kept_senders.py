@@ -272,8 +272,10 @@ def test_a_continuation_is_answered_off_the_servers_event_loop(body: dict[str, A
     """Its history is a stored chain's, however small its own body: on the loop, a deep chain once
     held another client for 1.7 s."""
     engine = sandbox.Engine()
-    assert not engine.runs_inline(json.dumps(body).encode(), 64 * 1024)
-    assert engine.runs_inline(json.dumps({"model": "single_call", "input": "hi"}).encode(), 64 * 1024)
+    path = "/v1/messages" if "thread" in body else "/v1/responses"
+    assert not engine.runs_inline(path, json.dumps(body).encode(), 64 * 1024)
+    assert not engine.runs_inline("/openai/v1/responses", json.dumps(body).encode(), 64 * 1024), "a cloud's path"
+    assert engine.runs_inline(path, json.dumps({"model": "single_call", "input": "hi"}).encode(), 64 * 1024)
 
 
 def test_racing_continuations_of_one_stored_response_are_all_answered() -> None:

@@ -54,7 +54,14 @@ DEFAULT_MAX_KEPT = 2_000
 DEFAULT_MAX_KEPT_BYTES = 64 * 1024 * 1024
 """Bytes of stored history kept at most, counted as held in memory."""
 
-_MARKERS = (b'"previous_response_id"', b'"thread"', b'"conversation"')
+_MARKERS = {
+    "openai": (),
+    "gemini": (),
+    "anthropic": (b'"thread"',),
+    "openai-responses": (b'"previous_response_id"', b'"conversation"'),
+}
+"""The fields by which a request of each provider names kept state."""
+_ANY_MARKER = (b'"previous_response_id"', b'"thread"', b'"conversation"')
 
 
 class KeptState:
@@ -78,10 +85,15 @@ class KeptState:
         return self.store.max_bytes
 
     @staticmethod
-    def may_continue(body: bytes) -> bool:
-        """Whether `body` might continue kept state (a cheap byte search): such a request is answered
-        off the event loop, since its history is the chain's, not only its own bytes."""
-        return any(marker in body for marker in _MARKERS)
+    def may_continue(body: bytes, provider: str | None) -> bool:
+        """Whether `body`, for `provider` (None: a path the sandbox does not route itself, such as a
+        cloud's), might continue kept state, by a byte search for the fields that name it: such a
+        request is answered off the event loop, since its history is the chain's, not only its own
+        bytes. Chat Completions and Gemini keep no state, so their bodies are not searched."""
+        for marker in _MARKERS.get(provider, _ANY_MARKER):
+            if marker in body:
+                return True
+        return False
 
     # -- before the engine -------------------------------------------------------------------------
 

@@ -117,10 +117,10 @@ class Front:
     def slow(self, method: str, path: str, headers: Mapping[str, str], seconds: float) -> Reply:
         return self._reply(method, headers, self.engine.refuse_slow(method, path, seconds), close=True)
 
-    def heavy(self, body: bytes, headers: Mapping[str, str]) -> bool:
+    def heavy(self, path: str, body: bytes, headers: Mapping[str, str]) -> bool:
         """Whether answering may take more than a fraction of a millisecond: then a worker thread. A
         continuation of kept state is one, whatever its own size: its history is a stored chain's."""
-        return not self.engine.runs_inline(body, INLINE_BYTES) or bool(_encodings(headers))
+        return not self.engine.runs_inline(path, body, INLINE_BYTES) or bool(_encodings(headers))
 
     def answer(self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes, sender: str) -> Reply:
         """The engine's answer to a whole request, its body decoded, CORS headers added."""

@@ -272,7 +272,7 @@ class Connection(Watch, asyncio.Protocol):
             self.busy = request
             self.loop.create_task(self._run_app(self.app, request, body))
             return
-        if self.front.heavy(body, request.headers):
+        if self.front.heavy(request.path, body, request.headers):
             self.busy = request
             self.loop.create_task(self._in_thread(request, body))
             return
