@@ -66,9 +66,10 @@ def _stop(turn: ModelTurn) -> str:
     return turn.raw_stop_reason or WIRE_STOP[turn.stop_reason]
 
 
-def _stop_sequence(turn: ModelTurn, conversation: Conversation) -> str | None:
-    """The matched sequence: we take the first one the request asked for."""
-    if _stop(turn) != "stop_sequence":
+def _stop_sequence(stop: str, conversation: Conversation) -> str | None:
+    """The matched sequence, for a turn that stopped at one (`stop`, its `_stop`): we take the first one
+    the request asked for."""
+    if stop != "stop_sequence":
         return None
     sequences = conversation.raw.get("stop_sequences")
     return sequences[0] if isinstance(sequences, list) and sequences else None
@@ -103,7 +104,7 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
         "role": "assistant",
         "content": _response_blocks(turn.message),
         "stop_reason": _stop(turn),
-        "stop_sequence": _stop_sequence(turn, conversation),
+        "stop_sequence": _stop_sequence(_stop(turn), conversation),
         "usage": _usage(turn, turn.usage.output_tokens),
     }
 
@@ -114,7 +115,7 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, N
     for every answer of the step and comes from `_MEMO` (`_answer_parts`). No response object is made:
     only kept state reads one, on the few requests that keep a turn, and it encodes it itself then."""
     stop = _stop(turn)
-    sequence = _stop_sequence(turn, conversation)
+    sequence = _stop_sequence(stop, conversation)
     model = conversation.model
     content = content_key(turn.message.content)
     size = len(model) + len(sequence or "")
@@ -161,9 +162,11 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         f'"stop_sequence":null,"usage":{_usage_text(turn, min(turn.usage.output_tokens, 1))}}}}}\n\n'
     )
     usage = turn.usage
+    stop = _stop(turn)  # text: `quote` writes it as `dumps` does
+    sequence = _stop_sequence(stop, conversation)
     delta = (
-        f'event: message_delta\ndata: {{"type":"message_delta","delta":{{"stop_reason":{dumps(_stop(turn))},'
-        f'"stop_sequence":{dumps(_stop_sequence(turn, conversation))}}},"usage":{{"input_tokens":'
+        f'event: message_delta\ndata: {{"type":"message_delta","delta":{{"stop_reason":{quote(stop)},'
+        f'"stop_sequence":{"null" if sequence is None else dumps(sequence)}}},"usage":{{"input_tokens":'
         f'{usage.input_tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,'
         f'"output_tokens":{usage.output_tokens}}}}}\n\n'
     )

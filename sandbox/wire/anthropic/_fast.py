@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._types import Message, Part, Role, Tool, wire_call
+from ..._types import Message, Part, Tool, wire_call
 from .._base import Conversation
 from .._json import orjson_read
 from .._walked import plain_name, result_message, text_message, text_part, walked_message, walked_request, walked_tool
@@ -37,6 +37,7 @@ _FLOAT_BOUND = 1e300
 _THINKING = ("thinking", "redacted_thinking")
 _THOUGHT, _REDACTED = ("thinking", "signature"), ("data",)
 _PATHS = tuple(f"messages[{index}]" for index in range(64))
+_HELD = len(_PATHS)
 _MAX_TOOL_NAME = 128
 """`_validate._TOOL_NAME`'s length limit."""
 
@@ -176,11 +177,13 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
     for index, message in enumerate(items):
         if type(message) is not dict:
             return None
-        sent, content = message.get("role"), message.get("content")
-        if sent != "user" and sent != "assistant":
+        role, content = message.get("role"), message.get("content")
+        if role == "user":
+            user = True
+        elif role == "assistant":
+            user = False
+        else:
             return None
-        user = sent == "user"
-        role: Role = "user" if user else "assistant"
         if role != role_now:
             if user:
                 asked, answered, leading, opening = set(calls), set(), 0, True
@@ -188,7 +191,7 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
             elif len(asked) != leading:
                 return None  # the turn before this one left calls without results at its head
             role_now = role
-        path = _PATHS[index] if index < len(_PATHS) else f"messages[{index}]"
+        path = _PATHS[index] if index < _HELD else f"messages[{index}]"
         parts: list[Part] = []
         if type(content) is str:
             if content:
@@ -218,7 +221,7 @@ def _messages(items: list[Any], data: dict[str, Any]) -> tuple[list[Message], li
                     call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
                     if user or type(call_id) is not str or call_id in call_ids:
                         return None
-                    if not (plain_name(call_id, len(call_id)) or _ID.fullmatch(call_id)):
+                    if not (call_id.isascii() and call_id.isidentifier() or _ID.fullmatch(call_id)):  # `plain_name`
                         return None
                     if type(name) is not str or type(arguments) is not dict:
                         return None
@@ -279,6 +282,6 @@ def _result_text(content: Any) -> str | None:
 
 def _final_turn_ok(kinds: list[str], data: dict[str, Any]) -> bool:
     """`_reasoning.check_final_turn` passes: thinking only when enabled, and then first before a call."""
-    if not _enabled(data):
+    if data.get("thinking") is None or not _enabled(data):  # the first test is `_enabled`'s own, inline
         return "thinking" not in kinds and "redacted_thinking" not in kinds
     return "tool_use" not in kinds or kinds[0] in _THINKING

@@ -105,7 +105,8 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     and comes from `_MEMO` (see `sandbox.wire._frames`), the usage figures put in per answer.
     """
     options = conversation.raw.get("stream_options")
-    usage = isinstance(options, Mapping) and options.get("include_usage") is True
+    # a decoded body's options are a dict: tested first, as the ABC's check costs more than the rest
+    usage = (type(options) is dict or isinstance(options, Mapping)) and options.get("include_usage") is True
     model = conversation.model
     finish = _finish_reason(turn, conversation)
     content = content_key(turn.message.content)
