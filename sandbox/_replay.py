@@ -111,6 +111,9 @@ def expected_reasoning(
     )
 
 
+_NO_CALLS: tuple[Sequence[ToolCall], int] = ((), 0)
+
+
 def render_turn(
     wire: WireFormat,
     scenario: Scenario,
@@ -120,13 +123,13 @@ def render_turn(
     request_digest: str = "",
 ) -> ModelTurn:
     step = scenario.steps[position.script_index]
-    calls, call_tokens = _sent_calls.rendered(wire, scenario, position.script_index, position.step)
+    # A final answer makes no calls, and most scenarios do not reason: neither is asked for then.
+    calls, call_tokens = (
+        _sent_calls.rendered(wire, scenario, position.script_index, position.step) if step.calls else _NO_CALLS
+    )
     text = render_text(step.text, position.results, position.last) if step.text else ""
-    reasoning = expected_reasoning(wire, scenario, step, position.step, conversation)
-    parts: list[Part] = list(reasoning)
-    if text:
-        parts.append(wire_text(text))
-    parts.extend(calls)
+    reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
+    parts: list[Part] = [*reasoning, wire_text(text), *calls] if text else [*reasoning, *calls]
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
     # The README's "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
