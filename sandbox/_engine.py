@@ -229,18 +229,22 @@ class Engine:
         Responses stream: see `WireFormat.encode_stream_answer`)."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         check_tools(wire, scenario, conversation)
-        key = resume.key(path, scenario, conversation) if resume is not None else ()
-        done = resume.replayed_for(key) if resume is not None else None
-        if done is None and resume is not None and resume.tail_only and resume.full is not None:
-            conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)  # replayed from the start
-            resume.parser = resume.full = None
-        start = done.messages if done is not None else 0
-        roles = [message.role for message in (conversation.messages[start:] if start else conversation.messages)]
-        turns = (done.turns if done is not None else 0) + roles.count("assistant")
+        key: tuple[object, ...] = ()
+        done: Replayed | None = None
+        if resume is not None:
+            key = resume.key(path, scenario, conversation)
+            done = resume.replayed_for(key)
+            if done is None and resume.tail_only and resume.full is not None:
+                conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)  # replayed from the start
+                resume.parser = resume.full = None
+        if done is None:
+            turns = [message.role for message in conversation.messages].count("assistant")
+        else:
+            turns = done.turns + [message.role for message in conversation.messages[done.messages :]].count("assistant")
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise budget_error(wire, scenario, self.budget, turns)
         try:
-            position = replay(wire, scenario, conversation, (start, done.position) if done is not None else None)
+            position = replay(wire, scenario, conversation, None if done is None else (done.messages, done.position))
         except WireError:
             if resume is None or resume.full is None:
                 raise
@@ -260,10 +264,12 @@ class Engine:
             repeats = self._repeats.count(client, history)
             if repeats > self.budget:
                 raise repeat_error(wire, scenario, self.budget, repeats)
-        applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, (method, path, body))
-        plain_stream_error = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
-        if applied is not None and (applied.fault.is_error or plain_stream_error):
-            raise fault_error(applied, wire.name, conversation.model, digest)
+        applied = None
+        if scenario.plays_faults or self.faults.faults:  # the common case costs nothing: no attempt counted
+            applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, (method, path, body))
+            plain_stream = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
+            if applied is not None and (applied.fault.is_error or plain_stream):
+                raise fault_error(applied, wire.name, conversation.model, digest)
         turn = render_turn(wire, scenario, position, conversation, len(body), digest)
         response: Mapping[str, Any] | None = None
         if conversation.stream:
@@ -317,7 +323,7 @@ class Engine:
         attempts by its digest."""
         own = scenario.faults_at(script_index)
         if not own and not self.faults.faults:
-            return None  # the common case costs nothing: no attempt is counted, no digest taken
+            return None  # no attempt is counted, no digest taken
         return self.faults.pick(wire.name, request, own, client, request_digest(*attempt))
 
     def _scenario_for(self, wire: WireFormat, model: str) -> Scenario:

@@ -140,6 +140,12 @@ class Scenario:
         """The names of the tools the script calls: every request is checked for them, so computed once."""
         return frozenset(call.name for step in self.steps for call in step.calls)
 
+    @functools.cached_property
+    def plays_faults(self) -> bool:
+        """Whether a fault of its own may ever play (the scenario's, or a step's): the engine asks on
+        every request, and nearly every scenario has none."""
+        return bool(self.faults) or any(step.fault is not None for step in self.steps)
+
     def faults_at(self, script_index: int) -> tuple[Fault, ...]:
         """The scenario's own faults that may play while step `script_index` answers."""
         if not self.faults and self.steps[script_index].fault is None:
