@@ -318,6 +318,14 @@ def _user_turn(
 ) -> bool:
     """A user content: its function responses (as many as the turn before made calls) as tool
     messages, paired by `_parse._pair`, then its text as a user message."""
+    path = _PATHS[index] if index < len(_PATHS) else f"contents[{index}]"
+    if not called and len(parts) == 1:  # a question: one text part after no calls, read without the lists
+        part = parts[0]
+        text = part.get("text") if type(part) is dict and len(part) == 1 else None
+        if type(text) is str and text:
+            messages.append(text_message("user", text))
+            paths.append(path)
+            return True
     texts: list[str] = []
     names: list[str] = []
     payloads: list[dict[str, Any]] = []
@@ -346,7 +354,6 @@ def _user_turn(
         payloads.append(payload)
     if len(names) != len(called):
         return False  # G2/G3: a response turn answers the call turn before it, one response a call
-    path = _PATHS[index] if index < len(_PATHS) else f"contents[{index}]"
     if names:
         ids = _pair(turn - 1, called, names) if names != called else None  # None: each answers its position
         for position, payload in enumerate(payloads):

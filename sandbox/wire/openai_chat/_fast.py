@@ -16,7 +16,7 @@ from typing import Any, TypeGuard
 from ..._types import Message, Part, Role, Tool, wire_call
 from .._base import Conversation
 from .._openai import call_arguments
-from .._walked import plain_name, result_message, text_message, text_part, walked_message, walked_request, walked_tool
+from .._walked import result_message, text_message, text_part, walked_message, walked_request, walked_tool
 from ._validate import _NAME_RE, KNOWN_FIELDS, MAX_CALL_ID, MAX_DESCRIPTION, MAX_NAME, TOOL_CHOICES
 
 __all__ = ["fast_parse"]
@@ -195,9 +195,11 @@ def _joined(content: Any) -> str | None:
 
 
 def _good_name(name: Any) -> TypeGuard[str]:
-    if type(name) is not str:
+    """A name `NAME_PATTERN` takes, of at most `MAX_NAME` characters: an ASCII identifier (`plain_name`'s
+    test, inline: a call and a tool each ask) without the pattern, any other name by it."""
+    if type(name) is not str or len(name) > MAX_NAME:
         return False
-    return plain_name(name, MAX_NAME) or len(name) <= MAX_NAME and _NAME_RE.match(name) is not None
+    return name.isascii() and name.isidentifier() or _NAME_RE.match(name) is not None
 
 
 def _tools(tools: list[Any]) -> list[Tool] | None:
