@@ -229,7 +229,7 @@ class Engine:
         Responses stream: see `WireFormat.encode_stream_answer`)."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
         check_tools(wire, scenario, conversation)
-        key: tuple[object, ...] = ()
+        key: tuple[str, ...] = ()
         done: Replayed | None = None
         if resume is not None:
             key = resume.key(path, scenario, conversation)
@@ -237,10 +237,10 @@ class Engine:
             if done is None and resume.tail_only and resume.full is not None:
                 conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)  # replayed from the start
                 resume.parser = resume.full = None
-        if done is None:
-            turns = [message.role for message in conversation.messages].count("assistant")
-        else:
-            turns = done.turns + [message.role for message in conversation.messages[done.messages :]].count("assistant")
+        turns = 0 if done is None else done.turns
+        for message in conversation.messages[done.messages :] if done is not None else conversation.messages:
+            if message.role == "assistant":  # a loop: Python 3.11 makes a function of each comprehension
+                turns += 1
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise budget_error(wire, scenario, self.budget, turns)
         try:

@@ -76,7 +76,10 @@ class _SentCalls:
         """The calls for an answer (copies: the answer's own) and the output tokens they count (the
         README's "Usage figures")."""
         _, calls, tokens = self._made(wire, scenario, script_index, step_number)
-        return [wire_call(call.id, call.name, dict(call.arguments)) for call in calls], tokens
+        copies = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
+        for call in calls:
+            copies.append(wire_call(call.id, call.name, dict(call.arguments)))
+        return copies, tokens
 
     def _made(
         self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
@@ -165,21 +168,24 @@ def replay(
             list(done.results),
             list(done.last),
         )
-    final = len(messages) - 1  # the history's last model turn (the reasoning check's `last`)
+    count = len(messages)
+    final = count - 1  # the history's last model turn (the reasoning check's `last`)
     while final >= index and messages[final].role != "assistant":
         final -= 1
-    while index < len(messages):
-        if messages[index].role != "assistant":
+    reasons = scenario.reasoning
+    while index < count:
+        message = messages[index]
+        if message.role != "assistant":
             index += 1
             continue
         if script_index >= len(steps):
             raise _finished(wire, scenario, conversation, index)
         step = steps[script_index]
         # The provider's own reasoning rules come first: a real provider refuses before any model reads.
-        reasoning = expected_reasoning(wire, scenario, step, step_number, conversation) if scenario.reasoning else ()
+        reasoning = expected_reasoning(wire, scenario, step, step_number, conversation) if reasons else ()
         wire.check_reasoning(conversation, index, reasoning, last=index == final)
         expected = _sent_calls(wire, scenario, script_index, step_number)
-        echoed = messages[index].tool_calls()
+        echoed = message.tool_calls()
         if 0 < len(echoed) < len(expected):  # perhaps a parallel turn split over several messages
             group = _turn_group(wire, messages, index, expected)
             echoed = [call for member in group for call in messages[member].tool_calls()]
@@ -188,7 +194,9 @@ def replay(
         if not _same_calls(wire, echoed, expected):
             raise _mismatch(wire, scenario, conversation, index, step_number, echoed, expected)
         answers = _answers(wire, conversation, group, echoed, expected)
-        last_results = [answer.content for answer in answers]
+        last_results = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
+        for answer in answers:
+            last_results.append(answer.content)
         results += last_results
         step_number += 1
         if step.repeat == "once" or not _repeats(step, answers):
@@ -237,13 +245,17 @@ def _answers(
     """The result for each call of the turn, in call order (echoed ids: Gemini's are positional): the
     first result for its id between the turn's message and the next model turn."""
     messages = conversation.messages
+    count = len(messages)
     answers: dict[str, ToolResult] = {}
     for member in group:
         at = member + 1  # an index, not an islice: no copy of the rest of a long history, no iterator made
-        while at < len(messages) and messages[at].role != "assistant":
-            for part in messages[at].content:
-                if isinstance(part, ToolResult):
-                    answers.setdefault(part.call_id, part)
+        while at < count:
+            message = messages[at]
+            if message.role == "assistant":
+                break
+            for part in message.content:
+                if isinstance(part, ToolResult) and part.call_id not in answers:  # the first result for an id
+                    answers[part.call_id] = part
             at += 1
     results: list[ToolResult] = []
     for call in expected:

@@ -54,7 +54,7 @@ DEFAULT_MAX_KEPT = 2_000
 DEFAULT_MAX_KEPT_BYTES = 64 * 1024 * 1024
 """Bytes of stored history kept at most, counted as held in memory."""
 
-_MARKERS = {
+_MARKERS: dict[str | None, tuple[bytes, ...]] = {
     "openai": (),
     "gemini": (),
     "anthropic": (b'"thread"',),
