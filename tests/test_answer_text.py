@@ -140,3 +140,26 @@ def test_responses_stream_carries_the_encoded_object(reasoning: bool) -> None:
             assert f',"response":{dumps(final)}}}' in frames[-1], name
             answered += 1
     assert answered > 40
+
+
+@pytest.mark.parametrize("stop", ["end_turn", "refusal"])
+@pytest.mark.parametrize("texts", [1, 2], ids=["one text", "two texts"])
+def test_responses_output_items_text_is_their_encoded_objects(stop: str, texts: int) -> None:
+    """A turn of one text (most answers, written without the loop) and of more, refused or not: its
+    message item's text is what `dumps` writes for its object, a refusal's parts are refusals."""
+    import dataclasses
+
+    from sandbox._types import StopReason, wire_message, wire_text
+    from sandbox.wire.openai_responses import _encode
+
+    body = {"model": "single_call", "input": "hi", "tools": [{"type": "function", "name": "get_weather"}]}
+    exchange = Engine().handle("POST", "/v1/responses", json.dumps(body).encode())
+    assert exchange.turn is not None
+    parts = [wire_text(f'caf\u00e9 "{index}"') for index in range(texts)]
+    reason = StopReason.REFUSAL if stop == "refusal" else StopReason.END_TURN
+    turn = dataclasses.replace(exchange.turn, message=wire_message("assistant", parts), stop_reason=reason)
+    items, text = _encode._output(turn)
+    assert text == dumps(items)
+    assert [item["type"] for item in items] == ["message"]
+    kinds = [part["type"] for part in items[0]["content"]]
+    assert kinds == ["refusal" if stop == "refusal" else "output_text"] * texts

@@ -5,7 +5,7 @@ sends (`_stream` writes the stream's events). Touches only a rendered `ModelTurn
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._types import (
@@ -58,15 +58,17 @@ def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, d
 
 _ECHOES: Memo[tuple[str, str, str]] = Memo(entries=256, max_bytes=2 * 1024 * 1024, largest=64 * 1024)
 """The JSON text of the request's echoed fields (`compact_key`) -> `Answer`'s texts of them (see `_echoed`)."""
-_ECHOED = (
-    "instructions",
-    "max_output_tokens",
-    "parallel_tool_calls",
-    "reasoning",
-    "store",
-    "temperature",
-    "tool_choice",
-    "tools",
+_ECHOED = frozenset(
+    (
+        "instructions",
+        "max_output_tokens",
+        "parallel_tool_calls",
+        "reasoning",
+        "store",
+        "temperature",
+        "tool_choice",
+        "tools",
+    )
 )
 """The request fields an answer echoes (with the model, and whether the answer reasons), but the
 ids of stored state (`previous_response_id`, `conversation`): a request naming one is not memoised,
@@ -79,12 +81,13 @@ def _echoed(conversation: Conversation, *, reasoning: bool) -> tuple[str, str, s
     (`conversation.tools` is the reading of `tools`), so a room's requests with the same options and
     tools (every learner's, every round of a loop) have them written once. The key is JSON text, not
     the values, as `1` and `1.0` (and `true`) are equal keys and different echoes (`compact_key`:
-    the fields sent, without nulls, whose echo is an absent field's, and which it would send to
+    the fields sent, in the order sent (a pass over the body's few fields, not a look-up of each
+    echoed name), without nulls, whose echo is an absent field's, and which it would send to
     `json`'s encoder)."""
     raw = conversation.raw
     key = None
     if raw.get("previous_response_id") is None and raw.get("conversation") is None:
-        sent = {name: raw[name] for name in _ECHOED if raw.get(name) is not None}  # null or absent: one echo
+        sent = {name: value for name, value in raw.items() if name in _ECHOED and value is not None}
         key = compact_key((conversation.model, reasoning, sent))
         found = _ECHOES.get(key)
         if found is not None:
@@ -179,34 +182,28 @@ def _output_items(turn: ModelTurn) -> list[dict[str, Any]]:
 
 def _output(turn: ModelTurn) -> tuple[list[dict[str, Any]], str]:
     """`_output_items`, and the text `dumps` writes for them, written as they are made: the part texts
-    are quoted once each, and a reasoning item's text is its part's payload (the same encoder's)."""
+    are quoted once each, and a reasoning item's text is its part's payload (the same encoder's). A
+    turn of one text (a final answer, most answers) is its one message item, without the loop."""
+    content = turn.message.content
+    if len(content) == 1 and type(content[0]) is Text:
+        item, text = _message_item(turn, 0, (content[0].text,))
+        return [item], f"[{text}]"
     items: list[dict[str, Any]] = []
     written: list[str] = []
     texts: list[str] = []
-    refusal = turn.stop_reason is StopReason.REFUSAL
-
-    def flush() -> None:
-        if texts:
-            content = [refusal_part(text) if refusal else text_part(text) for text in texts]
-            item_id = item_id_for("msg", turn.seed, f"message:{len(items)}")
-            items.append(
-                {"id": item_id, "type": "message", "status": "completed", "content": content, "role": "assistant"}
-            )
-            parts = ",".join((_REFUSAL if refusal else _OUTPUT_TEXT) + quote(text) + "}" for text in texts)
-            written.append(
-                f'{{"id":{quote(item_id)},"type":"message","status":"completed","content":[{parts}],"role":"assistant"}}'
-            )
-            texts.clear()
-
-    for part in turn.message.content:
+    for part in content:
         if isinstance(part, Text):
             texts.append(part.text)
-        elif isinstance(part, Reasoning):
-            flush()
+            continue
+        if texts:
+            item, text = _message_item(turn, len(items), texts)
+            items.append(item)
+            written.append(text)
+            texts = []
+        if isinstance(part, Reasoning):
             items.append(part.data())
             written.append(part.payload)
         elif isinstance(part, ToolCall):
-            flush()
             item_id = part.meta.get("item_id")
             item = {
                 "id": item_id if isinstance(item_id, str) else item_id_for("fc", turn.seed, f"call:{len(items)}"),
@@ -221,8 +218,30 @@ def _output(turn: ModelTurn) -> tuple[list[dict[str, Any]], str]:
                 f'{{"id":{_json(item["id"])},"type":"function_call","status":"completed","arguments":'
                 f'{quote(item["arguments"])},"call_id":{_json(part.id)},"name":{_json(part.name)}}}'
             )
-    flush()
+    if texts:
+        item, text = _message_item(turn, len(items), texts)
+        items.append(item)
+        written.append(text)
     return items, f"[{','.join(written)}]"
+
+
+def _message_item(turn: ModelTurn, index: int, texts: Sequence[str]) -> tuple[dict[str, Any], str]:
+    """The message item `index` of a run of texts (refusal parts for a REFUSAL turn), and its text."""
+    item_id = item_id_for("msg", turn.seed, f"message:{index}")
+    refusal = turn.stop_reason is StopReason.REFUSAL
+    head = _REFUSAL if refusal else _OUTPUT_TEXT
+    if len(texts) == 1:  # no loops for the one text of most items
+        text = texts[0]
+        content = [refusal_part(text) if refusal else text_part(text)]
+        parts = f"{head}{quote(text)}}}"
+    else:
+        content = [refusal_part(text) if refusal else text_part(text) for text in texts]
+        parts = ",".join([head + quote(text) + "}" for text in texts])
+    item = {"id": item_id, "type": "message", "status": "completed", "content": content, "role": "assistant"}
+    return (
+        item,
+        f'{{"id":{quote(item_id)},"type":"message","status":"completed","content":[{parts}],"role":"assistant"}}',
+    )
 
 
 _OUTPUT_TEXT = '{"type":"output_text","annotations":[],"logprobs":[],"text":'
