@@ -131,3 +131,23 @@ def test_a_stored_response_is_walked_by_its_first_continuation_only() -> None:
     assert len(set(bodies)) == 1 and len(bodies) == 8
     assert all(walk is walks[0] for walk in walks if walk is not None)
     assert walks and walks[0] is not None
+
+
+def test_the_waiting_walk_holds_no_list_or_body_the_request_s_caller_has() -> None:
+    """The stored walk is the request's own walk, kept: it lets go of the request's body and holds
+    its messages and paths as its own tuples, so the answered conversation a caller holds stays whole
+    and nothing the caller changes in it reaches a later continuation."""
+    engine = sandbox.Engine()
+    body = {"model": "runaway", "input": [FIRST], "tools": _tools("runaway")}
+    exchange = engine.handle("POST", RESPONSES, json.dumps(body).encode())
+    assert exchange.status == 200 and exchange.conversation is not None
+    entry = engine.kept.store.get(json.loads(exchange.body)["id"])
+    assert entry is not None and entry.snapshot is not None
+    pending = entry.snapshot.walked  # type: ignore[attr-defined]
+    assert isinstance(pending, LaterWalk) and pending._parser is not None
+    conversation = exchange.conversation
+    assert conversation.raw["input"] == [FIRST] and len(conversation.messages) == 1
+    assert pending._parser.data == {}
+    assert pending._parser.messages == tuple(conversation.messages)
+    assert pending._parser.messages is not conversation.messages
+    assert pending._parser.paths is not conversation.paths

@@ -4,7 +4,7 @@ the answer's stored bytes.
 
 Most stored responses are never continued (a tool loop that sends its whole history; `store` is on
 by default), so the walk of an answer's items onto its request's walk waits until a continuation
-asks for it (`LaterWalk`): the request keeps a copy of its walk's lists and the answer's bytes, and
+asks for it (`LaterWalk`): the request keeps its walk (its lists, not its body) and the answer's bytes, and
 the first continuation walks the items, once, for every continuation after it.
 """
 
@@ -103,23 +103,28 @@ def _answer_start(parser: _Parser) -> int | None:
 
 
 class LaterWalk:
-    """`walk_answer(parser, output)`, walked when a continuation first asks for it (`walk`), from a copy
-    of the request's walk (its lists, not the request's body: the parser's `data` is not held) and
+    """`walk_answer(parser, output)`, walked when a continuation first asks for it (`walk`), from the
+    request's walk, which its request no longer needs (its lists, not the request's body: the
+    parser's `data` is let go of) and
     the answer's items as stored (`reply`, their compact JSON without brackets): it holds none of the
     answer's objects, and nothing a caller of the request could still change. `messages` and `ids`
     are what the walked chain will hold (for the store's count of its memory), known before the walk:
     the answer's items are all the model's, so they join or open one assistant turn."""
 
     def __init__(self, parser: _Parser, output: list[Any], reply: bytes, start: int) -> None:
-        # The parser's own lists and turns go on with it (nothing else holds them once its request is
-        # answered); its messages and paths are the conversation's too, which a caller may change.
-        copy: _Parser = _new(type(parser))
-        copy.__dict__ = parser.__dict__.copy()  # a copy of the dict: half the cost of updating a new one
-        copy.data, copy.messages, copy.paths = {}, tuple(parser.messages), tuple(parser.paths)  # type: ignore[assignment]
+        # The parser's own lists and turns go on with it: its request is answered, and nothing else
+        # holds them (the conversation's messages are the turns' copies). Its messages and paths are
+        # the conversation's lists too, which a caller may change, and its data the request's body:
+        # the parser keeps tuples of the first two and lets go of the third.
+        messages, paths = tuple(parser.messages), tuple(parser.paths)
+        parser.data, parser.messages, parser.paths = {}, messages, paths  # type: ignore[assignment]
         self.messages = len(parser.turns) - parser.first + (1 if output and not parser.open_assistant else 0)
-        self.ids = len(parser.chain.item_ids) + len(parser.item_ids)
-        self.ids += len([item for item in output if isinstance(item, dict) and isinstance(item.get("id"), str)])
-        self._parser: _Parser | None = copy
+        ids = len(parser.chain.item_ids) + len(parser.item_ids)
+        for item in output:  # a loop, not a comprehension: Python 3.11 makes a function of each one
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                ids += 1
+        self.ids = ids
+        self._parser: _Parser | None = parser
         self._reply = reply
         self._start = start
         self._walked: Walked | None = None
