@@ -245,7 +245,9 @@ def _paired(parser: _Parser) -> bool:
         waiting[output.key] -= 1
     if position < len(calls) or any(waiting.values()):
         return False
-    ids = {ref.key for ref in parser.item_ids}
+    ids: set[str] = set()
+    for ref in parser.item_ids:  # a loop, not a comprehension: Python 3.11 makes a function of each one
+        ids.add(ref.key)
     return len(ids) == len(parser.item_ids) and parser.chain.item_ids.isdisjoint(ids)
 
 

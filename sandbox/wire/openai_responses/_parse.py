@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_result, wire_text
+from ..._types import Message, Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_result, wire_text
 from .._base import (
     Conversation,
     Rule,
@@ -385,8 +385,12 @@ class _Parser:
     def _conversation(self, tools: list[Tool], tool_choice: str | None) -> Conversation:
         chain = self.chain
         if chain is _START:  # a request walked whole: every turn is its own
-            self.messages = [turn.message() for turn in self.turns]
-            self.paths = [turn.path for turn in self.turns]
+            messages: list[Message] = []
+            paths: list[str] = []
+            for turn in self.turns:  # one loop, not two comprehensions (Python 3.11 makes a function of each)
+                messages.append(turn.message())
+                paths.append(turn.path)
+            self.messages, self.paths = messages, paths
         else:
             kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
             start = self.first + kept
