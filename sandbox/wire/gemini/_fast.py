@@ -122,9 +122,11 @@ def _tools(value: Any) -> list[Tool] | None:
     for tool in value:
         if type(tool) is not dict:
             return None
-        declarations = _field(tool, "functionDeclarations", "function_declarations")
+        declarations = tool.get("functionDeclarations")  # `_field`, inline: every request with tools
         if declarations is None:
-            continue
+            declarations = tool.get("function_declarations")
+            if declarations is None:
+                continue
         if type(declarations) is not list:
             return None
         for declaration in declarations:

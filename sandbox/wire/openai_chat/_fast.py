@@ -34,6 +34,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 """`_validate._TOP_LEVEL_TYPES` as exact types: a decoded body holds no subclasses, and `bool` is
 listed only where the full check accepts it (JSON true is not a number there)."""
+_KINDS: dict[str, tuple[type, ...]] = {field: _TYPES.get(field, ()) for field in KNOWN_FIELDS}
+"""Every known field's exact types (`_TYPES`), empty for a field the walk takes any value of."""
 _SIMPLE_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
 _PATHS = tuple(f"messages[{index}]" for index in range(64))
 
@@ -42,10 +44,10 @@ def fast_parse(data: dict[str, Any]) -> Conversation | None:
     """The conversation `_parse.parse_request` returns for `data`, or None where this walk cannot
     vouch that the full check passes it."""
     for key, value in data.items():
-        if key not in KNOWN_FIELDS:
-            return None
-        kinds = _TYPES.get(key)
-        if kinds is not None and value is not None and type(value) not in kinds:
+        kinds = _KINDS.get(key)
+        if kinds is None:
+            return None  # a field openai's SDK does not know
+        if value is not None and kinds and type(value) not in kinds:
             return None
     model = data.get("model")
     messages = data.get("messages")
