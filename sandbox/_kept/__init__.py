@@ -217,7 +217,7 @@ class KeptState:
             fields = b""
         if expanded.conversation is not None:
             append_turn(self.conversations, expanded, owner, conversation.model, response["output"], turn.request)
-        added = b",".join(part for part in (sent, reply) if part)
+        added = sent + b"," + reply if sent and reply else sent or reply  # no generator for two parts
         size = len(added) + ENTRY_OVERHEAD + (len(fields) if claim is None else 0)
         entry = Entry(added, claim.key if claim else None, fields, owner, size)
         if expanded.conversation_read is not None:  # its history starts with the conversation's items
