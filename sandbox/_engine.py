@@ -20,7 +20,7 @@ from typing import Any
 from . import clouds
 from ._catalogue import catalogue
 from ._exceptions import ScenarioError, UsageError
-from ._exchange import Exchange, answer_identity, as_json_array, error_exchange, request_digest
+from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
 from ._kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, too_large, unknown_scenario
@@ -28,7 +28,6 @@ from ._repeats import Digested, RepeatGuard, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
-from ._types import assembled
 from ._wrong_path import wrong_path
 from .clouds import CloudRefusal, CloudRoute
 from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
@@ -291,23 +290,21 @@ class Engine:
         delivery = None
         if applied is not None:
             chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
-        return assembled(
-            Exchange,
-            method=method,
-            path=path,
-            status=200,
-            headers=headers,
-            chunks=chunks,
-            request_body=body,
-            provider=wire.name,
-            conversation=conversation,
-            scenario=scenario.name,
-            step=position.step,
-            turn=turn,
-            error=None,
-            fault=applied.fault if applied is not None else None,
-            delivery=delivery,
-        ), response
+        exchange = answered_exchange(
+            method,
+            path,
+            headers,
+            chunks,
+            body,
+            wire.name,
+            conversation,
+            scenario.name,
+            position.step,
+            turn,
+            applied.fault if applied is not None else None,
+            delivery,
+        )
+        return exchange, response
 
     def _fault_for(
         self,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .faults import Delivery, Fault, FaultError
 from .wire import Conversation, ModelTurn, WireError, WireFormat
 
-__all__ = ["Exchange", "answer_identity", "as_json_array", "error_exchange", "request_digest"]
+__all__ = ["Exchange", "answer_identity", "answered_exchange", "as_json_array", "error_exchange", "request_digest"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,52 @@ def answer_identity(number: int, body: bytes) -> str:
     a restart among them, seldom issue the same id. A checksum rather than a digest: the number
     already makes it unique, and a 1 kB body costs a third of a BLAKE2 digest's instructions."""
     return f"{zlib.crc32(body):08x}{number:x}"
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def answered_exchange(
+    method: str,
+    path: str,
+    headers: Mapping[str, str],
+    chunks: tuple[bytes, ...],
+    request_body: bytes,
+    provider: str,
+    conversation: Conversation,
+    scenario: str,
+    step: int,
+    turn: ModelTurn,
+    fault: Fault | None,
+    delivery: Delivery | None,
+) -> Exchange:
+    """The exchange of a 200 the engine answered: `Exchange(...)` with these fields and no error,
+    without the frozen `__init__`'s `object.__setattr__` per field or a dict of keywords copied into
+    the instance's: its fields are one dict display, which the instance takes as its own (a third
+    of the cost; every answer makes one). `tests/test_answer_ids.py` holds it to `Exchange`'s fields."""
+    made = _new(Exchange)
+    _set(
+        made,
+        "__dict__",
+        {
+            "method": method,
+            "path": path,
+            "status": 200,
+            "headers": headers,
+            "chunks": chunks,
+            "request_body": request_body,
+            "provider": provider,
+            "conversation": conversation,
+            "scenario": scenario,
+            "step": step,
+            "turn": turn,
+            "error": None,
+            "fault": fault,
+            "delivery": delivery,
+        },
+    )
+    return made
 
 
 def error_exchange(

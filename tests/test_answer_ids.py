@@ -5,6 +5,7 @@ whose derivation scripts and learners' transcripts quote.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sandbox
-from sandbox._exchange import answer_identity
+from sandbox._exchange import Exchange, answer_identity
 from sandbox.wire._base import _ALPHANUMERIC, BASE58, HEX, stable_token, unique_token
 
 WEATHER_CHAT = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
@@ -95,3 +96,13 @@ def test_ids_every_conversation_shares_keep_their_derivation() -> None:
     the same bytes as every earlier release wrote them."""
     assert stable_token("call:single_call/0", 24) == "LxuKXP2v7PwqxX3e1WZGp21t"
     assert stable_token("toolu", 22, BASE58) == "dw38hQJkA3TQW4KX6xEVKx"
+
+
+def test_the_answered_exchange_is_the_dataclass_with_every_field() -> None:
+    """The engine builds a 200's `Exchange` from one dict of its fields: every field of the dataclass,
+    so one added to `Exchange` and not there fails here rather than reading a class default."""
+    engine = sandbox.Engine()
+    body = SHAPES["/v1/chat/completions"][0]
+    exchange = engine.handle("POST", "/v1/chat/completions", json.dumps(body).encode())
+    assert set(vars(exchange)) == {field.name for field in dataclasses.fields(Exchange)}
+    assert exchange == Exchange(**{field.name: getattr(exchange, field.name) for field in dataclasses.fields(Exchange)})
