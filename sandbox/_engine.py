@@ -12,7 +12,6 @@ words itself in `_refusals`, the history's replay in `_replay`, kept state in `_
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -252,7 +251,7 @@ class Engine:
             resume.parser = resume.full = None
             position = replay(wire, scenario, conversation)
             done = None
-        scope = _scope(path, scenario.name)
+        scope = f"{path}\0{scenario.name}"
         history, continued = history_keys(scope, conversation.messages, done.digested if done is not None else None)
         if resume is not None:
             digested = Digested(scope, len(conversation.messages), history, continued)
@@ -331,10 +330,3 @@ class Engine:
 
 
 _CONVERSATIONS_UNDER = CONVERSATIONS + "/"
-
-
-@functools.lru_cache(maxsize=256)
-def _scope(path: str, scenario: str) -> str:
-    """What the repeat guard keeps apart (`history_keys`): the path and the scenario. One string for
-    each pair, so its hash is computed once, not on every request."""
-    return f"{path}\0{scenario}"

@@ -61,7 +61,8 @@ _MARKERS: dict[str | None, tuple[bytes, ...]] = {
     "openai-responses": (b'"previous_response_id"', b'"conversation"'),
 }
 """The fields by which a request of each provider names kept state."""
-_ANY_MARKER = (b'"previous_response_id"', b'"thread"', b'"conversation"')
+_ANY_MARKER = tuple(dict.fromkeys(marker for markers in _MARKERS.values() for marker in markers))
+"""All of them, for a path the sandbox does not route itself."""
 
 
 class KeptState:
