@@ -11,7 +11,7 @@ source. Touches only the decoded body; builds no error.
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 from ..._types import Message, Part, Role, Tool, wire_call
 from .._base import Conversation
@@ -161,7 +161,11 @@ def _assistant(message: dict[str, Any], content: Any, ids: list[str]) -> list[Pa
             return None
         name = function.get("name")
         arguments = function.get("arguments")
-        if type(arguments) is not str or not _good_name(name):
+        if type(arguments) is not str or type(name) is not str or len(name) > MAX_NAME:
+            return None
+        # `NAME_PATTERN` up to `MAX_NAME`: an ASCII identifier (`plain_name`'s test) passes without the
+        # regex. Written out here and in `_tools`, not a helper: a call costs as much as the test.
+        if not (name.isascii() and name.isidentifier() or _NAME_RE.match(name)):
             return None
         parts.append(wire_call(call_id, name, call_arguments(arguments)))
         ids.append(call_id)
@@ -196,14 +200,6 @@ def _joined(content: Any) -> str | None:
     return None if texts is None else "".join([part.text for part in texts])  # type: ignore[union-attr]
 
 
-def _good_name(name: Any) -> TypeGuard[str]:
-    """A name `NAME_PATTERN` takes, of at most `MAX_NAME` characters: an ASCII identifier (`plain_name`'s
-    test, inline: a call and a tool each ask) without the pattern, any other name by it."""
-    if type(name) is not str or len(name) > MAX_NAME:
-        return False
-    return name.isascii() and name.isidentifier() or _NAME_RE.match(name) is not None
-
-
 def _tools(tools: list[Any]) -> list[Tool] | None:
     if not tools:
         return None
@@ -217,7 +213,11 @@ def _tools(tools: list[Any]) -> list[Tool] | None:
         name = function.get("name")
         description = function.get("description")
         parameters = function.get("parameters")
-        if not _good_name(name):
+        if (
+            type(name) is not str
+            or len(name) > MAX_NAME
+            or not (name.isascii() and name.isidentifier() or _NAME_RE.match(name))
+        ):
             return None
         if description is not None and (type(description) is not str or len(description) > MAX_DESCRIPTION):
             return None
