@@ -191,7 +191,7 @@ def _output(turn: ModelTurn) -> tuple[list[dict[str, Any]], str]:
     items: list[dict[str, Any]] = []
     written: list[str] = []
     texts: list[str] = []
-    for part in content:
+    for part in (*content, None):  # None: the end, where a pending run of text is written too
         if isinstance(part, Text):
             texts.append(part.text)
             continue
@@ -218,10 +218,6 @@ def _output(turn: ModelTurn) -> tuple[list[dict[str, Any]], str]:
                 f'{{"id":{_json(item["id"])},"type":"function_call","status":"completed","arguments":'
                 f'{quote(item["arguments"])},"call_id":{_json(part.id)},"name":{_json(part.name)}}}'
             )
-    if texts:
-        item, text = _message_item(turn, len(items), texts)
-        items.append(item)
-        written.append(text)
     return items, f"[{','.join(written)}]"
 
 
