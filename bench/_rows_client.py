@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from _table import PROMPT, Row, Settings, compare, profile_of
+from _table import PROMPT, Row, Settings, compare, profile_of, timed_row
 
 import sandbox
 from sandbox import skyl
@@ -56,18 +56,8 @@ def row_inproc(settings: Settings) -> list[Row]:
             return response
 
         best = compare({"baseline": baseline, "subject": subject}, settings, per_call_us=150)
-        ratio = best["subject"] / best["baseline"]
-        rows.append(
-            Row(
-                f"in-process round trip, {provider}",
-                ratio,
-                "bare httpx + MockTransport, canned body",
-                "<= 1.3x",
-                ratio <= 1.3,
-                f"{best['subject'] * 1e6:.0f} us vs {best['baseline'] * 1e6:.0f} us",
-                profile_of(subject),
-            )
-        )
+        name, canned = f"in-process round trip, {provider}", "bare httpx + MockTransport, canned body"
+        rows.append(timed_row(name, best, "subject", canned, 1.3, profile_of(subject)))
     return rows
 
 
@@ -118,18 +108,11 @@ def row_loop(settings: Settings) -> list[Row]:
     loop.close()
     rows = []
     for provider in sandbox.PROVIDERS:
-        ratio = best[provider] / best["baseline"]
-        rows.append(
-            Row(
-                f"2-round tool loop, {provider}",
-                ratio,
-                "pydantic-ai TestModel, same loop",
-                "<= 0.1x (10x faster)",
-                ratio <= 0.1,
-                f"{best[provider] * 1e6:.0f} us vs {best['baseline'] * 1e6:.0f} us",
-                profile_of(subjects[provider], number=1000),
-            )
-        )
+        profile = profile_of(subjects[provider], number=1000)
+        name = f"2-round tool loop, {provider}"
+        row = timed_row(name, best, provider, "pydantic-ai TestModel, same loop", 0.1, profile)
+        row.target += " (10x faster)"
+        rows.append(row)
     return rows
 
 
@@ -192,16 +175,7 @@ def row_sdk(settings: Settings) -> list[Row]:
             return result
 
         best = compare({"baseline": baseline, "subject": subject}, settings, per_call_us=500)
-        ratio = best["subject"] / best["baseline"]
-        rows.append(
-            Row(
-                f"openai SDK {api}.create over httpx2_transport",
-                ratio,
-                "same SDK over httpx2.MockTransport, canned body",
-                "<= 1.2x",
-                ratio <= 1.2,
-                f"{best['subject'] * 1e6:.0f} us vs {best['baseline'] * 1e6:.0f} us",
-                profile_of(subject, number=1000),
-            )
-        )
+        name = f"openai SDK {api}.create over httpx2_transport"
+        baseline_text = "same SDK over httpx2.MockTransport, canned body"
+        rows.append(timed_row(name, best, "subject", baseline_text, 1.2, profile_of(subject, number=1000)))
     return rows
