@@ -70,12 +70,20 @@ def compare(subjects: dict[str, Callable[[], object]], settings: Settings, per_c
 
 
 def timed_row(
-    name: str, best: dict[str, float], subject: str, baseline: str, most: float, profile: Callable[[], str]
+    name: str,
+    best: dict[str, float],
+    subject: str,
+    baseline: str,
+    most: float,
+    profile: Callable[[], str],
+    gloss: str = "",
 ) -> Row:
-    """The row of `compare`'s figures for `subject` against `best["baseline"]`, met at `most` times it."""
+    """The row of `compare`'s figures for `subject` against `best["baseline"]`, met at `most` times it
+    (`gloss`: words after the target, as "(10x faster)")."""
     ratio = best[subject] / best["baseline"]
     measured = f"{best[subject] * 1e6:.0f} us vs {best['baseline'] * 1e6:.0f} us"
-    return Row(name, ratio, baseline, f"<= {most:g}x", ratio <= most, measured, profile)
+    target = f"<= {most:g}x" + (f" {gloss}" if gloss else "")
+    return Row(name, ratio, baseline, target, ratio <= most, measured, profile)
 
 
 def profile_of(call: Callable[[], object], number: int = 2000, top: int = 18) -> Callable[[], str]:
