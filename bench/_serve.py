@@ -204,7 +204,7 @@ def canned_engine() -> Any:
     changed: `sandbox serve` with it measures the server's own cost per request (protocol, event
     loop, system calls, `Front`), all but the engine's work, through the product's own code path."""
     import sandbox
-    from sandbox._exchange import Exchange
+    from sandbox.engine._exchange import Exchange
 
     answers = canned_answers()
 

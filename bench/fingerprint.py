@@ -48,8 +48,8 @@ sys.path.insert(0, str(HERE))
 
 import sandbox  # noqa: E402
 from sandbox import skyl  # noqa: E402
-from sandbox._catalogue import catalogue  # noqa: E402
-from sandbox._engine import Engine, Exchange  # noqa: E402
+from sandbox.engine._catalogue import catalogue  # noqa: E402
+from sandbox.engine._engine import Engine, Exchange  # noqa: E402
 from sandbox.wire import PROVIDERS  # noqa: E402
 
 SECTIONS = ("catalogue", "faults", "mutations", "pool", "alt")

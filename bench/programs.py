@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sandbox._catalogue import get_scenario  # noqa: E402
+from sandbox.engine._catalogue import get_scenario  # noqa: E402
 from sandbox.grading.boundary._endpoint import Endpoint  # noqa: E402
 from sandbox.grading.programs._program_dialogue import ProgramDialogue  # noqa: E402
 

@@ -18,18 +18,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import skyl
-from ._asgi import SandboxApp
-from ._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
-from ._engine import DEFAULT_BUDGET, Engine, Exchange
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
-from ._scenario import Call, Scenario, Step, is_usable
-from ._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
-from .faults import Fault, parse_faults
-from .server import serve
+from .adapters._asgi import SandboxApp
+from .adapters._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
+from .adapters.server import serve
+from .engine._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
+from .engine._engine import DEFAULT_BUDGET, Engine, Exchange
+from .engine._scenario import Call, Scenario, Step, is_usable
+from .engine.faults import Fault, parse_faults
 from .wire import PROVIDERS, Rule
 
 if TYPE_CHECKING:
-    from ._mock import PROVIDER_HOSTS, SandboxMock, mock
+    from .adapters._mock import PROVIDER_HOSTS, SandboxMock, mock
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -67,7 +67,7 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_LAZY = {"PROVIDER_HOSTS": "._mock", "SandboxMock": "._mock", "mock": "._mock"}
+_LAZY = {"PROVIDER_HOSTS": ".adapters._mock", "SandboxMock": ".adapters._mock", "mock": ".adapters._mock"}
 
 
 def __getattr__(name: str) -> Any:

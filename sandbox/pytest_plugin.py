@@ -28,15 +28,15 @@ from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
 from .grading.boundary._runner import WorkerError
 from .grading.boundary._zygotes import reap_spare_zygotes, shared_zygote, spare_zygote
+from .grading.judge import _room_reporter as room
 from .grading.judge._grouping import FailureGroups
 from .grading.judge._harness import Harness, Ref
 from .grading.judge._lanes import Lanes, lane_limit, units
 from .grading.judge._meta import HINTS_FILE, challenge_folder
 from .grading.judge._options import add_options
-from .room import _plugin as room
 
 if TYPE_CHECKING:
-    from ._mock import SandboxMock
+    from .adapters._mock import SandboxMock
 
 __all__ = ["challenge", "sandbox_mock"]
 
@@ -207,7 +207,7 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
             "and faults=.",
             pytrace=False,
         )
-    from ._mock import mock  # respx, loaded only by the tests that mount the sandbox
+    from .adapters._mock import mock  # respx, loaded only by the tests that mount the sandbox
 
     try:
         mounted = mock(**options)

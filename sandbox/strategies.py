@@ -33,8 +33,8 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ._scenario import Call, Repeat, Scenario, Step
-from ._types import Message, Request, Response, StopReason, Text, Tool, ToolCall, ToolResult, Usage
+from .engine._scenario import Call, Repeat, Scenario, Step
+from .messages._types import Message, Request, Response, StopReason, Text, Tool, ToolCall, ToolResult, Usage
 
 __all__ = [
     "arguments",

@@ -1,5 +1,5 @@
 """`sandbox serve` in a thread of the test process, on a free port of 127.0.0.1: the command's own
-HTTP protocol (`sandbox.server`), for the official-SDK tests and the framework suite."""
+HTTP protocol (`sandbox.adapters.server`), for the official-SDK tests and the framework suite."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 import sandbox
-from sandbox.server import background
+from sandbox.adapters.server import background
 
 
 @contextlib.contextmanager

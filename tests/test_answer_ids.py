@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sandbox
-from sandbox._exchange import Exchange, answer_identity
+from sandbox.engine._exchange import Exchange, answer_identity
 from sandbox.wire._base import _ALPHANUMERIC, BASE58, HEX, stable_token, unique_token
 
 WEATHER_CHAT = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}

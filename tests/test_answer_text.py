@@ -12,8 +12,8 @@ import pytest
 
 import sandbox
 from sandbox import skyl
-from sandbox._catalogue import catalogue
-from sandbox._engine import Engine, Exchange
+from sandbox.engine._catalogue import catalogue
+from sandbox.engine._engine import Engine, Exchange
 from sandbox.wire import get_wire_format
 from sandbox.wire._sse import dumps, to_bytes
 
@@ -149,7 +149,7 @@ def test_responses_output_items_text_is_their_encoded_objects(stop: str, texts: 
     message item's text is what `dumps` writes for its object, a refusal's parts are refusals."""
     import dataclasses
 
-    from sandbox._types import StopReason, wire_message, wire_text
+    from sandbox.messages._types import StopReason, wire_message, wire_text
     from sandbox.wire.openai_responses import _encode
 
     body = {"model": "single_call", "input": "hi", "tools": [{"type": "function", "name": "get_weather"}]}

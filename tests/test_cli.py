@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import sandbox.cli
+import sandbox.cli._main
 from sandbox.cli import main
 from sandbox.grading.judge._progress import Progress
 
@@ -244,7 +244,7 @@ def test_serve_builds_the_engine_from_its_options(
         served.update(engine=engine, host=host, port=port, cors_origins=cors_origins)
         ready()  # the port is bound: the banner follows
 
-    monkeypatch.setattr(sandbox.cli, "serve", fake_serve)
+    monkeypatch.setattr(sandbox.cli._main, "serve", fake_serve)
     assert main(["serve", "--port", "9001", "--scenario", "runaway", "--budget", "7"]) == 0
     assert (served["host"], served["port"], served["engine"].budget) == ("127.0.0.1", 9001, 7)
     assert served["engine"].pinned.name == "runaway"

@@ -11,9 +11,9 @@ import pytest
 
 import sandbox
 from sandbox import Rule, skyl
-from sandbox._engine import Exchange
-from sandbox._limits import MAX_CALLS_PER_TURN, MAX_ITEMS, MAX_MESSAGES
-from sandbox._transport import Journal
+from sandbox.adapters._transport import Journal
+from sandbox.engine._engine import Exchange
+from sandbox.engine._limits import MAX_CALLS_PER_TURN, MAX_ITEMS, MAX_MESSAGES
 from sandbox.wire._base import MAX_FRAGMENTS
 from tests.conftest import scenario_request
 

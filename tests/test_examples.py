@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._scaffold import GO_SOURCES, init_go
 from sandbox.cli import main
+from sandbox.cli._scaffold import GO_SOURCES, init_go
 from sandbox.grading.judge._language import detect_language
 from sandbox.grading.judge._lessons import END, REPORT, STREAM, Lesson, lesson_for
 from sandbox.grading.judge._retries import GIVE_UP, NO_REPEAT, RETRY
@@ -99,7 +99,7 @@ def test_go_vet_finds_nothing(go: str, go_env: dict[str, str]) -> None:
 
 
 def test_the_go_client_passes_its_own_tests(go: str, go_env: dict[str, str]) -> None:
-    """skyl's stream decoding and echo rules, case by case (sandbox/golang/skyl/skyl_test.go)."""
+    """skyl's stream decoding and echo rules, case by case (sandbox/skyl/golang/skyl/skyl_test.go)."""
     done = subprocess.run(
         [go, "test", "./..."],
         cwd=GO_SOURCES / "skyl",

@@ -11,7 +11,8 @@ import pytest
 
 import sandbox
 from sandbox import Fault, ScenarioError, Step, skyl
-from sandbox.faults import parse_faults, read_hint
+from sandbox.engine.faults import parse_faults
+from sandbox.wire._retry_hints import read_hint
 from tests.conftest import scenario_request
 
 

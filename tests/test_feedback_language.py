@@ -13,12 +13,12 @@ import re
 
 import pytest
 
-from sandbox._types import Message, Text, ToolCall, ToolResult
 from sandbox.grading.judge import _lessons
 from sandbox.grading.judge._checks import EXPECT_ERROR, check_history
 from sandbox.grading.judge._language import translate
 from sandbox.grading.judge._lessons import Lesson
 from sandbox.grading.programs import _program_lessons
+from sandbox.messages._types import Message, Text, ToolCall, ToolResult
 
 PYTHON_ONLY = re.compile(
     r"asyncio|gather\(|\bf'|\bf\"|try/except|\bexcept\b|is_error=True|\bdict\b|StopReason\.[A-Z_]{3,}|json\.loads|"

@@ -15,9 +15,9 @@ import pytest
 
 import sandbox
 from sandbox import skyl
-from sandbox._catalogue import catalogue
-from sandbox._engine import Engine, Exchange
-from sandbox._types import Message, Reasoning, StopReason, Text, ToolCall, Usage
+from sandbox.engine._catalogue import catalogue
+from sandbox.engine._engine import Engine, Exchange
+from sandbox.messages._types import Message, Reasoning, StopReason, Text, ToolCall, Usage
 from sandbox.wire import Conversation, ModelTurn, get_wire_format
 from sandbox.wire._frames import CONTENT_LIMIT, content_key, keep_frames
 from sandbox.wire._memo import Memo

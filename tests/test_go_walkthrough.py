@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._scaffold import GO_SOURCES
+from sandbox.cli._scaffold import GO_SOURCES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -134,7 +134,7 @@ def test_the_wheel_ships_the_go_sources(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    wanted = {f"sandbox/golang/{path.relative_to(GO_SOURCES)}" for path in GO_SOURCES.rglob("*") if path.is_file()}
+    wanted = {f"sandbox/skyl/golang/{path.relative_to(GO_SOURCES)}" for path in GO_SOURCES.rglob("*") if path.is_file()}
     assert wanted and wanted <= names, sorted(wanted - names)
 
 

@@ -1,9 +1,9 @@
-"""The repeat guard's history keys (`sandbox._repeats.history_keys`): what tells two histories apart."""
+"""The repeat guard's history keys (`sandbox.engine._repeats.history_keys`): what tells two histories apart."""
 
 from __future__ import annotations
 
-from sandbox._repeats import Digested, history_keys
-from sandbox._types import Message, Text, ToolCall, ToolResult
+from sandbox.engine._repeats import Digested, history_keys
+from sandbox.messages._types import Message, Text, ToolCall, ToolResult
 
 
 def _history(text: str = "hi", arguments: dict[str, object] | None = None, result: str = "18C") -> list[Message]:

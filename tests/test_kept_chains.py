@@ -1,5 +1,5 @@
 """A `previous_response_id` continuation costs what is new, not what its chain holds, and answers exactly
-as the whole chain walked again would (`sandbox/_kept/_chain.py`)."""
+as the whole chain walked again would (`sandbox/engine/kept/_chain.py`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox._kept._store import SNAPSHOT_SHARE
+from sandbox.engine.kept._store import SNAPSHOT_SHARE
 from sandbox.wire._base import stable_token
 
 RESPONSES = "/v1/responses"
@@ -249,7 +249,7 @@ def test_a_snapshot_holds_none_of_the_answers_objects(scenario: str, monkeypatch
     """The snapshot walks the answer's own items (not a parse of their bytes): it holds no dict or list
     the answer holds, so changing the answer afterwards changes neither the snapshot nor what a
     continuation gets, and the stored bytes are the compact JSON of the answer as it was sent."""
-    from sandbox import _kept
+    from sandbox.engine import kept as _kept
 
     responses: list[dict[str, Any]] = []
     snapshot = _kept.KeptState._snapshot

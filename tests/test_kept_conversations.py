@@ -1,5 +1,5 @@
 """A Responses turn in a `conversation` costs what is new, not what the conversation holds, and answers
-exactly as the whole conversation walked again would (`sandbox/_kept/_turns.py`)."""
+exactly as the whole conversation walked again would (`sandbox/engine/kept/_turns.py`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox._kept import _turns
-from sandbox._kept._chain import Snapshot
+from sandbox.engine.kept import _turns
+from sandbox.engine.kept._chain import Snapshot
 from sandbox.wire._base import stable_token
 from tests.test_kept_chains import _answer_into, _calls_of, _outputs_for, _tools, _twins
 
@@ -240,7 +240,7 @@ def test_racing_turns_leave_no_snapshot_of_items_the_conversation_does_not_hold(
     for engine in _twins():
         key, answers = _conversation(engine, "runaway", 2)
         monkeypatch.setattr(_turns, "append_turn", racing)
-        monkeypatch.setattr(sandbox._kept, "append_turn", racing)
+        monkeypatch.setattr(sandbox.engine.kept, "append_turn", racing)
         bodies = [_turn("runaway", key, _outputs_for(answers[-1], text)) for text in ("one", "two")]
         statuses: list[int] = []
         workers = [threading.Thread(target=_send, args=(engine, body, statuses)) for body in bodies]

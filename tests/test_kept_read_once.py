@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import sandbox._kept as kept
+import sandbox.engine.kept as kept
 from sandbox import Engine
 from tests.test_responses_memo import _TOOL, RESPONSES
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import sandbox
-from sandbox._kept import KeptState
+from sandbox.engine.kept import KeptState
 from tests.loopback import serving
 
 WEATHER = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
@@ -158,7 +158,7 @@ def test_a_continuation_in_flight_is_refused_with_the_sdk_error_code() -> None:
 
 
 def _owner(key: str) -> str:
-    from sandbox._senders import owner_key
+    from sandbox.engine._senders import owner_key
 
     return owner_key({"x-api-key": key})
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox._kept import KeptState
+from sandbox.engine.kept import KeptState
 from tests.frameworks._tools import scenario_functions
 
 WEATHER = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}

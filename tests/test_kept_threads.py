@@ -1,5 +1,5 @@
 """An Anthropic `thread: continue` costs what is new, not what its thread holds, and answers exactly as
-the whole thread walked again would (`sandbox/wire/anthropic/_thread.py`, `sandbox/_kept/_chain.py`)."""
+the whole thread walked again would (`sandbox/wire/anthropic/_thread.py`, `sandbox/engine/kept/_chain.py`)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sandbox import Engine
-from sandbox._types import wire_message, wire_text
+from sandbox.messages._types import wire_message, wire_text
 from sandbox.wire._memo import Memo
 from sandbox.wire.openai_responses import _stream
 

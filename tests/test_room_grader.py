@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.room._graded import scrub
+from sandbox.grading.judge._room_graded import scrub
 from tests.room_server import serving_room
 
 ROOT = Path(__file__).resolve().parent.parent

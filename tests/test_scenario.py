@@ -8,7 +8,7 @@ import pytest
 
 import sandbox
 from sandbox import Call, Scenario, ScenarioError, Step, is_usable
-from sandbox._scenario import render_text
+from sandbox.engine._scenario import render_text
 from sandbox.skyl import Tool
 
 REQUIRED = {

@@ -166,11 +166,11 @@ def test_gemini_stream_error_raises_server_error() -> None:
 
 @pytest.mark.parametrize("provider", RETRYING)
 def test_a_stream_cut_midway_raises_a_connection_error_over_http(provider: str) -> None:
-    """openai wraps the broken read in APIConnectionError (`_streaming._iter_events`); anthropic's
-    stream lets httpx2's own RemoteProtocolError through. Neither retries a stream it already began."""
-    import httpx2
+    """Both SDKs wrap the broken read in their APIConnectionError (openai `_streaming._iter_events`,
+    anthropic `_streaming.iter_response_bytes`), and neither retries a stream it already began."""
+    import anthropic
     import openai
 
-    expected = openai.APIConnectionError if provider.startswith("openai") else httpx2.RemoteProtocolError
+    expected = openai.APIConnectionError if provider.startswith("openai") else anthropic.APIConnectionError
     with serving(sandbox.Engine(faults="cut@1:after=3")) as base, pytest.raises(expected):
         DRIVERS[provider]("single_call", stream=True, **server_options(provider, base))

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox.server import background
+from sandbox.adapters.server import background
 from tests.test_room_browser import ARGS, CHROMIUM
 
 PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>learner's page</title></head>

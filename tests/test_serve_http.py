@@ -1,5 +1,5 @@
 """`sandbox serve` as browsers and HTTP clients meet it: HEAD, CORS preflights and headers, and
-compressed request bodies, answered as the real APIs answer them (see `sandbox/server/_answer.py`
+compressed request bodies, answered as the real APIs answer them (see `sandbox/adapters/server/_answer.py`
 for the evidence). A real server in a child process on a free loopback port; requests with httpx.
 """
 
@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import sandbox
-from sandbox.server import Front
+from sandbox.adapters.server import Front
 from tests.test_reliability_server import ROOT, _free_port, _wait_until_up
 
 _SERVE = "import sys, sandbox; sandbox.serve(sandbox.Engine(budget=10**6), host='127.0.0.1', port=int(sys.argv[1]))"

@@ -24,7 +24,7 @@ import pytest
 import uvicorn
 
 import sandbox
-from sandbox.server import QuietLog
+from sandbox.adapters.server import QuietLog
 from tests.test_reliability_server import ROOT, _free_port, _wait_until_up
 
 resource = pytest.importorskip("resource")

@@ -12,7 +12,7 @@ from hypothesis.errors import InvalidArgument
 import sandbox
 from sandbox import skyl
 from sandbox import strategies as sst
-from sandbox._scenario import is_usable
+from sandbox.engine._scenario import is_usable
 
 QUICK = settings(max_examples=30, deadline=None, database=None)
 

@@ -9,8 +9,8 @@ import httpx
 import httpx2
 import pytest
 
-from sandbox._senders import caller_key
-from sandbox._transport import _headers
+from sandbox.adapters._transport import _headers
+from sandbox.engine._senders import caller_key
 
 
 @pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandbox._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from sandbox._exceptions import ProviderError, UsageError
-from sandbox._types import (
+from sandbox.messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from sandbox.messages._types import (
     Message,
     Request,
     StopReason,
@@ -1071,7 +1071,7 @@ def test_encode_is_byte_identical_across_calls_and_processes() -> None:
     digest = hashlib.sha256(b"".join(WIRE.encode_stream(turn, conversation()))).hexdigest()
     assert b"".join(WIRE.encode_stream(turn, conversation())) == b"".join(WIRE.encode_stream(turn, conversation()))
     script = (
-        "import hashlib; from sandbox._types import *; from sandbox.wire import Conversation, ModelTurn;"
+        "import hashlib; from sandbox.messages._types import *; from sandbox.wire import Conversation, ModelTurn;"
         "from sandbox.wire.anthropic import WIRE as W;"
         "c = [ToolCall(W.call_id('weather/0/0'), 'get_weather', {'city': 'Paris'})];"
         "t = ModelTurn(Message('assistant', [Text('Let me check.'), *c]), StopReason.TOOL_USE, 'weather/0',"

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import sandbox
 from sandbox import skyl
-from sandbox._catalogue import catalogue
-from sandbox._engine import Engine, Exchange
+from sandbox.engine._catalogue import catalogue
+from sandbox.engine._engine import Engine, Exchange
 from sandbox.wire import Conversation, WireError
 from sandbox.wire.anthropic import _fast as anthropic_fast
 from sandbox.wire.anthropic import _parse as anthropic_parse

@@ -15,10 +15,9 @@ from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandbox._collect import collect_stream
-from sandbox._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from sandbox._exceptions import ProviderError
-from sandbox._types import (
+from sandbox.messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from sandbox.messages._types import (
     Message,
     Reasoning,
     Request,
@@ -33,6 +32,7 @@ from sandbox._types import (
     tool_result_message,
     user_text,
 )
+from sandbox.skyl._collect import collect_stream
 from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format, route
 from sandbox.wire._sse import SSEEvent, iter_sse
 from sandbox.wire.gemini import WIRE, Gemini

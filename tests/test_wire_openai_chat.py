@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandbox._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from sandbox._exceptions import ProviderError, UsageError
-from sandbox._types import (
+from sandbox.messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from sandbox.messages._types import (
     Message,
     Request,
     StopReason,
@@ -924,7 +924,7 @@ def test_encode_stream_text_reply_starts_with_the_recorded_role_delta() -> None:
 def test_encode_response_and_stream_are_deterministic_across_processes() -> None:
     turn_code = (
         "from sandbox.wire.openai_chat import WIRE; from sandbox.wire import Conversation, ModelTurn; "
-        "from sandbox._types import *; import hashlib, json; "
+        "from sandbox.messages._types import *; import hashlib, json; "
         "t = ModelTurn(Message('assistant', [Text('Hi'), ToolCall(WIRE.call_id('s:0'), 'f', {'a': 1})]), "
         "StopReason.TOOL_USE, 's', usage=Usage(3, 4)); "
         "c = Conversation(model='m', messages=[], paths=[], raw={'stream_options': {'include_usage': True}}); "

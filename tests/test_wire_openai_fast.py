@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import sandbox
 from sandbox import skyl
-from sandbox._catalogue import catalogue
+from sandbox.engine._catalogue import catalogue
 from sandbox.wire import WireError
 from sandbox.wire._openai import call_arguments
 from sandbox.wire.openai_chat._fast import fast_parse

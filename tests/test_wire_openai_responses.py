@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandbox._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from sandbox._exceptions import ProviderError, UsageError
-from sandbox._types import (
+from sandbox.messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from sandbox.messages._types import (
     Message,
     Request,
     StopReason,
@@ -835,7 +835,7 @@ def test_encode_stream_max_tokens_ends_with_response_incomplete() -> None:
 
 DIGEST_SCRIPT = """
 import hashlib, json
-from sandbox._types import Message, StopReason, Text, ToolCall, Usage
+from sandbox.messages._types import Message, StopReason, Text, ToolCall, Usage
 from sandbox.wire import ModelTurn
 from sandbox.wire.openai_responses import WIRE
 conv = WIRE.parse_request(b'{"model": "gpt-4o-mini", "input": "hi"}', path_model=None, path_stream=False)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from sandbox._types import Message, Text, Tool, ToolResult
+from sandbox.messages._types import Message, Text, Tool, ToolResult
 from sandbox.wire import _walked, get_wire_format
 from sandbox.wire._base import Conversation
 from sandbox.wire.anthropic._validate import _ID, _TOOL_NAME

@@ -1,6 +1,6 @@
 """Grading for 10_retry_without_repeating: the loop retries what the provider asks it to retry, after
 its hint and a few times at most, never a 400, and every retry sends the same conversation again.
-Faults are scripted (`sandbox.faults`) with hints of 30 ms, so a test waits tens of milliseconds."""
+Faults are scripted (`sandbox.engine.faults`) with hints of 30 ms, so a test waits tens of milliseconds."""
 
 from __future__ import annotations
 

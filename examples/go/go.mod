@@ -4,5 +4,5 @@ go 1.19
 
 require skyl v0.0.0
 
-// skyl is the Go client the sandbox ships (sandbox/golang/skyl); `sandbox init go DIR` copies it.
-replace skyl => ../../sandbox/golang/skyl
+// skyl is the Go client the sandbox ships (sandbox/skyl/golang/skyl); `sandbox init go DIR` copies it.
+replace skyl => ../../sandbox/skyl/golang/skyl

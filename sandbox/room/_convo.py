@@ -22,9 +22,9 @@ from collections import OrderedDict
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from .._engine import Exchange
-from .._types import Message, Reasoning, Text, ToolCall, ToolResult
+from ..engine._engine import Exchange
 from ..grading.judge._lessons import lesson_for
+from ..messages._types import Message, Reasoning, Text, ToolCall, ToolResult
 
 __all__ = ["Conversations", "api_key_of"]
 

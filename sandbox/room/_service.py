@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._engine import Engine, Exchange
+from ..engine._engine import Engine, Exchange
 from . import _page
 from ._convo import Conversations
 from ._guard import new_secret

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._events import StreamEvent
 from .._exceptions import ProviderError
-from .._types import Message, Reasoning, Request, Response, StopReason, Tool, Usage
+from ..messages._events import StreamEvent
+from ..messages._types import Message, Reasoning, Request, Response, StopReason, Tool, Usage
 from ._sse import SSEEvent, dumps, to_bytes
 
 __all__ = [
@@ -166,7 +166,7 @@ class Conversation:
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     cloud: str | None = None
     """The cloud the request came through (`azure`, `vertex`; None: the provider's own API), whose
-    front end words some errors its own way (see `sandbox.clouds`)."""
+    front end words some errors its own way (see `sandbox.wire.clouds`)."""
 
     @property
     def forced_tool_choice(self) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from .._types import Request, Response
+from ..messages._types import Request, Response
 from ._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat
 
 __all__ = ["Bound", "Jobs"]

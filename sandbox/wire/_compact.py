@@ -1,5 +1,5 @@
 """Compact JSON of values decoded from a request, written by orjson where its text is `json`'s: kept
-state stores each request's items as their JSON (`sandbox._kept`), and a Responses answer keys its
+state stores each request's items as their JSON (`sandbox.engine.kept`), and a Responses answer keys its
 echo of the request's fields by their JSON (`openai_responses._encode`). `json`'s encoder costs a
 Responses request eight times what orjson's does (45k instructions against 6k for the serve rows'
 `input`). Touches nothing but the values it is handed.

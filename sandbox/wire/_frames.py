@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from .._types import Part, Reasoning, Text, ToolCall
+from ..messages._types import Part, Reasoning, Text, ToolCall
 from ._memo import Memo
 from ._sse import dumps
 

@@ -16,7 +16,7 @@ import hashlib
 import hmac
 
 from .._exceptions import UsageError
-from .._types import Message, Reasoning
+from ..messages._types import Message, Reasoning
 
 __all__ = ["check_provider", "length_prefixed", "opaque_bytes", "reasoning_tokens", "same_base64", "varint"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from .._types import Message, Part, Role, Text, Tool, wire_result, wire_text
+from ..messages._types import Message, Part, Role, Text, Tool, wire_result, wire_text
 from ._base import Conversation
 
 __all__ = [

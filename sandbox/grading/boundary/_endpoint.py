@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..._engine import DEFAULT_MAX_BODY, Exchange
-from ..._tcp import quick_ack, tcp_socket
-from ...faults import Delivery, arrived_at
+from ...adapters._tcp import quick_ack, tcp_socket
+from ...engine._engine import DEFAULT_MAX_BODY, Exchange
+from ...engine.faults import Delivery, arrived_at
 
 __all__ = ["TOOLS_PATH", "Door", "Endpoint"]
 
@@ -52,7 +52,7 @@ class _Reply:
     headers: Mapping[str, str]
     chunks: tuple[bytes, ...]
     delivery: Delivery | None = None
-    """A scripted fault's latency or cut connection (`sandbox.faults`)."""
+    """A scripted fault's latency or cut connection (`sandbox.engine.faults`)."""
 
     def head(self) -> bytes:
         body = b"".join(self.chunks)

@@ -10,8 +10,8 @@ from typing import Literal
 
 import pytest
 
-from ..._scenario import Scenario
-from ...faults import Fault
+from ...engine._scenario import Scenario
+from ...engine.faults import Fault
 from ..boundary._endpoint import Endpoint
 from ..boundary._implementations import Implementations
 from ..boundary._protocol import ImplementationError

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..._types import Message, ToolCall, ToolResult
+from ...messages._types import Message, ToolCall, ToolResult
 from ._transcript import describe_call, quote
 
 __all__ = ["EXPECT_ERROR", "Problem", "check_history", "diagnose", "missing_from_report", "says_error"]

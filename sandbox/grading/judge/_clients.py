@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import httpx
 
-from ..._collect import StreamCollector
-from ..._types import Message, Request, Response
+from ...messages._types import Message, Request, Response
 from ...skyl import AsyncClient, Client
+from ...skyl._collect import StreamCollector
 from ...wire import get_wire_format
 from ...wire._sse import SSEParser
 from ..boundary._marshal import body_digest, read_value

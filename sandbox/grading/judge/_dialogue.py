@@ -14,11 +14,12 @@ from typing import Any, Literal
 import httpx
 import pytest
 
-from ... import _catalogue, _transport
-from ..._engine import Exchange
-from ..._scenario import Call, Scenario
-from ..._types import Request, Response, ToolCall, user_text
-from ...faults import Fault
+from ...adapters import _transport
+from ...engine import _catalogue
+from ...engine._engine import Exchange
+from ...engine._scenario import Call, Scenario
+from ...engine.faults import Fault
+from ...messages._types import Request, Response, ToolCall, user_text
 from ..boundary._marshal import (
     RemoteError,
     UnreadableValue,

@@ -11,7 +11,7 @@ import traceback
 from typing import Any, NoReturn
 
 from ..._exceptions import ProviderError
-from ..._types import Request, Response, StopReason
+from ...messages._types import Request, Response, StopReason
 from ..boundary._marshal import learner_frames
 from ..boundary._runner import Outcome
 from ._checks import missing_from_report

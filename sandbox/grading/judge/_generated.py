@@ -29,8 +29,8 @@ import functools
 from hypothesis import HealthCheck, Phase
 from hypothesis import strategies as st
 
-from ..._scenario import Scenario
-from ..._types import StopReason
+from ...engine._scenario import Scenario
+from ...messages._types import StopReason
 from ...strategies import plausible_arguments, plausible_tool_names, scenarios
 from ._drawn import Grading
 

@@ -30,8 +30,8 @@ _LOADABLE = {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
 _MAX_KEPT = 64 << 20
 """Bytes kept to put files back: the package and the challenges are a few MB."""
 _MODULES = (
-    "sandbox._catalogue", "sandbox.strategies", "sandbox.grading.judge._challenge", "sandbox.grading.judge._generated",
-    "sandbox.grading.judge._grouping", "sandbox.grading.judge._report",
+    "sandbox.engine._catalogue", "sandbox.strategies", "sandbox.grading.judge._challenge",
+    "sandbox.grading.judge._generated", "sandbox.grading.judge._grouping", "sandbox.grading.judge._report",
 )  # fmt: skip
 """The judge's modules a pytest run grades with. Not `sandbox grade`'s (`grading.programs`): that
 command runs no pytest session, so this run never imports them after learner code starts (and
@@ -44,7 +44,7 @@ def preload() -> None:
     module of the judge."""
     for name in _MODULES:
         importlib.import_module(name)
-    from ... import _catalogue
+    from ...engine import _catalogue
     from ...wire import PROVIDERS, get_wire_format
 
     _catalogue.catalogue()

@@ -7,7 +7,7 @@
     --room URL --name NAME post each run's results to a workshop room (`sandbox room`)
 
 May touch: pytest's option parser, nothing else. Read back by `sandbox.pytest_plugin` (which
-registers them) and the session's `Harness`; the room's options are `sandbox.room._plugin`'s.
+registers them) and the session's `Harness`; the room's options are `sandbox.grading.judge._room_reporter`'s.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from ...room._plugin import add_options as room_options
 from ..boundary._isolation import MODES
+from ._room_reporter import add_options as room_options
 
 __all__ = ["DEFAULT_RUN_DEADLINE", "DEFAULT_TIMEOUT", "add_options"]
 

@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..._transport import Journal
-from ..._types import ToolCall
+from ...adapters._transport import Journal
+from ...messages._types import ToolCall
 
 __all__ = ["WAIT", "ConcurrencyProbe"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..._types import Response, Text, ToolCall
+from ...messages._types import Response, Text, ToolCall
 from ._transcript import describe_call, quote
 
 __all__ = ["differences_from"]

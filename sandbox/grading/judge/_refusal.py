@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import httpx
 
-from ..._transport import SandboxTransport
+from ...adapters._transport import SandboxTransport
 from ...wire import Rule, WireError, get_wire_format
 
 __all__ = ["RefusingTransport", "refusal", "refusal_text"]

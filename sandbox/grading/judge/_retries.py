@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..._engine import Exchange
-from ..._transport import Journal
-from ...faults import FaultError
+from ...adapters._transport import Journal
+from ...engine._engine import Exchange
+from ...engine.faults import FaultError
 from ..boundary._runner import Outcome
 from ._lessons import Lesson
 
@@ -225,7 +225,7 @@ class Retries(RetryChecks):
 
 
 def _call(call: Any) -> Any:
-    from ..._scenario import Call
+    from ...engine._scenario import Call
 
     return Call(call.name, dict(call.arguments))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._types import Message, Part, Text, ToolCall
+from ...messages._types import Message, Part, Text, ToolCall
 
 __all__ = ["describe_call", "describe_message", "quote", "render", "reply_line"]
 

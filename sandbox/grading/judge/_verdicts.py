@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NoReturn
 
-from ..._engine import Exchange
-from ..._scenario import Scenario
-from ..._transport import Journal
-from ..._types import Response, ToolCall
+from ...adapters._transport import Journal
+from ...engine._engine import Exchange
+from ...engine._scenario import Scenario
+from ...messages._types import Response, ToolCall
 from ...wire import Rule, get_wire_format
 from ._checks import check_history, diagnose
 from ._clients import Sent

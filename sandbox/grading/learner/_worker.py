@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ... import _collect, skyl
-from ..._scenario import Call
+from ... import skyl
+from ...engine._scenario import Call
+from ...skyl import _collect
 from ...wire import get_wire_format
 from ..boundary._endpoint import TOOLS_PATH
 from ..boundary._marshal import body_digest, error_to_data, from_data, to_data

@@ -24,8 +24,8 @@ from typing import TextIO
 
 import pytest
 
-from ..._catalogue import get_scenario
-from ..._scenario import Scenario
+from ...engine._catalogue import get_scenario
+from ...engine._scenario import Scenario
 from ..boundary._endpoint import Endpoint
 from ..boundary._isolation import Isolation
 from ..boundary._program import ProgramRun, Relay, run_program

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ...faults import Fault
+from ...engine.faults import Fault
 
 __all__ = ["CASES", "Case", "program_title"]
 

@@ -16,11 +16,11 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..._engine import Engine, Exchange
-from ..._scenario import Scenario
-from ..._transport import Journal
-from ..._types import ToolCall
-from ...faults import Fault
+from ...adapters._transport import Journal
+from ...engine._engine import Engine, Exchange
+from ...engine._scenario import Scenario
+from ...engine.faults import Fault
+from ...messages._types import ToolCall
 from ..boundary._endpoint import Endpoint
 from ..boundary._program import ProgramRun, run_program
 from ..judge._checks import EXPECT_ERROR, missing_from_report

@@ -9,8 +9,8 @@ same neutral messages the wire format would have produced.
 
 from __future__ import annotations
 
-from ..._engine import Exchange
-from ..._types import Message
+from ...engine._engine import Exchange
+from ...messages._types import Message
 from ...wire import route
 from ...wire.anthropic._body import Invalid, load_json
 from ...wire.anthropic._parse import to_neutral as _anthropic_neutral

@@ -11,8 +11,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..._scenario import Call, Scenario
-from ..._transport import Journal
+from ...adapters._transport import Journal
+from ...engine._scenario import Call, Scenario
 
 __all__ = ["ToolDesk", "ToolReply", "scripted_key"]
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ..._types import Tool
+from ...messages._types import Tool
 from .._base import Rule
 from .._json import decode
 

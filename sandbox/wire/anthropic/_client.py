@@ -11,20 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..._exceptions import ProviderError
-from ..._types import (
-    Message,
-    Part,
-    Reasoning,
-    Request,
-    Response,
-    StopReason,
-    Text,
-    Tool,
-    ToolCall,
-    Usage,
-)
+from ...messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from ...messages._types import Message, Part, Reasoning, Request, Response, StopReason, Text, Tool, ToolCall, Usage
 from .._base import (
     EncodedRequest,
     StreamDecoder,

@@ -10,10 +10,7 @@ import json
 from typing import Any
 
 from ..._exceptions import UsageError
-from ..._types import (
-    Message,
-    ToolResult,
-)
+from ...messages._types import Message, ToolResult
 from .._base import (
     BASE58,
     Conversation,

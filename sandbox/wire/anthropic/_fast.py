@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._types import Message, Part, Tool, wire_call
+from ...messages._types import Message, Part, Tool, wire_call
 from .._base import Conversation
 from .._json import orjson_read
 from .._walked import plain_name, result_message, text_message, text_part, walked_message, walked_request, walked_tool

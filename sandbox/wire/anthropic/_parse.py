@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..._types import Message, Part, Role, assembled, wire_call, wire_message, wire_result, wire_text
+from ...messages._types import Message, Part, Role, assembled, wire_call, wire_message, wire_result, wire_text
 from .._base import (
     Conversation,
 )

@@ -18,8 +18,8 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
-from ..._types import Reasoning
+from ...messages._events import ReasoningDelta, ReasoningEnd, StreamEvent
+from ...messages._types import Reasoning
 from .._base import Conversation, Rule, WireError
 from .._reasoning import length_prefixed, opaque_bytes, reasoning_tokens
 from ._body import Invalid

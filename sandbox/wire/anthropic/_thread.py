@@ -1,5 +1,5 @@
 """A message thread's walk, kept past the request: what a `thread: continue` request goes on from
-(`sandbox._kept` keeps it beside the thread's newest turn). Touches only the walk's state and a
+(`sandbox.engine.kept` keeps it beside the thread's newest turn). Touches only the walk's state and a
 continuation's own messages; raises nothing but `WireError`.
 
 A continuation's whole request is its thread's messages and its own. Each earlier message was
@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..._types import Message
+from ...messages._types import Message
 from .._base import Conversation
 from ._body import Block, Body, Invalid, WireMessage
 from ._encode import error

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Tool, assembled
+from ...messages._types import Tool, assembled
 from ._body import Block, Body, WireMessage, fail
 
 __all__ = ["validate_schema"]

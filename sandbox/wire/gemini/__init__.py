@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._types import Reasoning
+from ...messages._types import Reasoning
 from .._base import Conversation, stable_token
 from .._bound import Bound, Jobs
 from . import _client, _encode, _fast, _parse, _reasoning

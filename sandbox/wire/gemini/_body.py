@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..._types import Tool
+from ...messages._types import Tool
 from .._base import Rule
 
 __all__ = ["ParsedRequest", "Rejection", "WireContent", "WirePart"]

@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..._exceptions import ProviderError
-from ..._types import (
+from ...messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from ...messages._types import (
     Message,
     Part,
     Reasoning,

@@ -9,10 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import (
-    StopReason,
-    Text,
-)
+from ...messages._types import StopReason, Text
 from .._base import (
     Conversation,
     ModelTurn,

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import (
+from ...messages._types import (
     Message,
     Part,
     Reasoning,

@@ -21,8 +21,8 @@ import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
-from ..._types import Part, Reasoning, ToolCall
+from ...messages._events import ReasoningDelta, ReasoningEnd, StreamEvent
+from ...messages._types import Part, Reasoning, ToolCall
 from .._base import Conversation, Rule
 from .._reasoning import length_prefixed, opaque_bytes, reasoning_tokens, same_base64
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Tool, assembled
+from ...messages._types import Tool, assembled
 from .._base import Rule
 from ._body import ParsedRequest, Rejection, WireContent
 from ._jsontext import load_json

@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..._exceptions import ProviderError, UsageError
-from ..._types import Message, Part, Request, Response, StopReason, Text, Tool, ToolCall, Usage
+from ...messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from ...messages._types import Message, Part, Request, Response, StopReason, Text, Tool, ToolCall, Usage
 from .._base import (
     EncodedRequest,
     StreamDecoder,

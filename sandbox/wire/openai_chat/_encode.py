@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import StopReason, ToolCall, Usage
+from ...messages._types import StopReason, ToolCall, Usage
 from .._base import (
     CREATED_AT,
     HEX,

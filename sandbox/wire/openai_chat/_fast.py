@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._types import Message, Part, Role, Tool, wire_call
+from ...messages._types import Message, Part, Role, Tool, wire_call
 from .._base import Conversation
 from .._openai import call_arguments
 from .._walked import result_message, text_message, text_part, walked_message, walked_request, walked_tool

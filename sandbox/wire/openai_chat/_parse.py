@@ -8,7 +8,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..._types import Message, Text, Tool, ToolCall, assembled, wire_call, wire_message, wire_result, wire_text
+from ...messages._types import (
+    Message,
+    Text,
+    Tool,
+    ToolCall,
+    assembled,
+    wire_call,
+    wire_message,
+    wire_result,
+    wire_text,
+)
 from .._base import (
     Conversation,
 )

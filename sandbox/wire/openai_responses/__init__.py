@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..._types import Reasoning
+from ...messages._types import Reasoning
 from .._base import Conversation, ModelTurn, stable_token
 from .._bound import Bound, Jobs
 from .._openai import openai_request_headers

@@ -1,5 +1,5 @@
 """A Responses request's walk, kept past the request: what a `previous_response_id` continuation goes on
-from (`sandbox._kept._chain` keeps it beside the stored response). Touches only the walk's state and
+from (`sandbox.engine.kept._chain` keeps it beside the stored response). Touches only the walk's state and
 the answer's stored bytes.
 
 Most stored responses are never continued (a tool loop that sends its whole history; `store` is on
@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..._types import Message, Part, Role, assembled
+from ...messages._types import Message, Part, Role, assembled
 from .._base import WireError
 from .._json import loads
 

@@ -10,16 +10,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..._events import (
-    MessageEnd,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
 from ..._exceptions import ProviderError, UsageError
-from ..._types import (
+from ...messages._events import MessageEnd, StreamEvent, TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from ...messages._types import (
     Message,
     Part,
     Reasoning,

@@ -8,12 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..._types import (
-    Reasoning,
-    StopReason,
-    Text,
-    ToolCall,
-)
+from ...messages._types import Reasoning, StopReason, Text, ToolCall
 from .._base import (
     CREATED_AT,
     Conversation,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from ..._types import Part, Reasoning, Role, Tool, assembled, wire_call, wire_result, wire_text
+from ...messages._types import Part, Reasoning, Role, Tool, assembled, wire_call, wire_result, wire_text
 from .._base import Conversation
 from .._openai import call_arguments
 from ._chain import Ref, Turn

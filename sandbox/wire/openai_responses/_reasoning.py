@@ -21,8 +21,8 @@ import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._events import ReasoningDelta, ReasoningEnd, StreamEvent
-from ..._types import Message, Reasoning, ToolCall
+from ...messages._events import ReasoningDelta, ReasoningEnd, StreamEvent
+from ...messages._types import Message, Reasoning, ToolCall
 from .._base import CREATED_AT, Conversation, Rule, WireError, split_fragments
 from .._reasoning import opaque_bytes, reasoning_tokens
 from ._ids import item_id_for

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from ..._types import Role, Tool, assembled
+from ...messages._types import Role, Tool, assembled
 from .._base import Rule, WireError
 from .._json import decode
 from .._openai import openai_error

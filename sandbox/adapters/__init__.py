@@ -1,0 +1,7 @@
+"""The ways to put the engine in front of a client: each a thin adapter over `sandbox.engine`.
+
+`_transport` an httpx transport (and its httpx2 twin for the official SDKs), `_mock` the providers'
+real hosts intercepted with respx, `_asgi` the ASGI app, `server/` the `sandbox serve` runner and
+`_tcp` the socket settings the servers share. Adapters carry bytes and keep the request journal;
+every rule lives in the engine and the wire formats.
+"""

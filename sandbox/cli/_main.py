@@ -1,0 +1,351 @@
+"""The `sandbox` command: work through the challenges, read the scenarios, serve the sandbox.
+
+sandbox list                 each challenge with its status and a progress bar
+sandbox check [N]            grade challenge N (or all of them)
+sandbox hint N               the next hint for challenge N
+sandbox watch                re-grade on save: the first unfinished challenge, one failure at a time
+sandbox solution N           the reference solution, once N passes
+sandbox scenarios            the scenario catalogue
+sandbox replay SCENARIO      a reference run of a scenario, request by request
+sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
+sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
+sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
+sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from .. import skyl
+from .._exceptions import SandboxError
+from ..adapters._transport import transport
+from ..adapters.server import cors_origins_of, serve
+from ..engine import _catalogue
+from ..engine._engine import DEFAULT_BUDGET, Engine
+from ..engine.kept import DEFAULT_MAX_KEPT
+from ..grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
+from ..grading.judge._progress import Progress
+from ..grading.judge._state import State
+from ..grading.judge._transcript import describe_call, describe_message, quote
+from ..wire import PROVIDERS
+from . import _room as room
+from ._programs import add_commands
+
+__all__ = ["main"]
+
+REPLAY_ROUNDS = 5
+
+
+class CommandError(Exception):
+    """Bad input on the command line: printed as `sandbox: error: ...`, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if words[:1] == ["grade"] and "--" in words:  # everything after `--` is the program to grade
+        split = words.index("--")
+        words, command = words[:split], words[split + 1 :]
+    try:
+        args = parser.parse_args(words)
+        args.program = command
+        return int(args.handler(args))
+    except (CommandError, SandboxError) as error:
+        print(f"sandbox: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`sandbox scenarios | head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors in the one-line form every other error of the command uses."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(f"{message} (see `{self.prog} --help`)")
+
+
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or not 0 <= int(text) <= 65535:  # '²' is a digit to isdigit
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: use a number from 1 to 65535 (0: any free one)")
+    return int(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="sandbox",
+        description="skyl-sandbox: graded tool-loop challenges and an offline fake LLM provider.",
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True, parser_class=_Parser)
+    where = _Parser(add_help=False)
+    where.add_argument(
+        "--dir", type=Path, default=None, help="the challenges folder (default: ./challenges, or the one above)"
+    )
+
+    def command(name: str, summary: str, handler: object, parents: list[_Parser]) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=summary, description=summary, parents=parents)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    command("list", "List the challenges with their status and a progress bar.", _list, [where])
+    check = command("check", "Grade challenge N with pytest (every challenge without N).", _check, [where])
+    check.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    room.add_join_options(check)
+    hint = command("hint", "Show the next hint for challenge N (one more each time).", _hint, [where])
+    hint.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    watch = command(
+        "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
+    )
+    watch.add_argument(
+        "--interval", type=float, default=0.2, metavar="S", help="seconds between looks for a save (default 0.2)"
+    )
+    room.add_join_options(watch)
+    solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
+    solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    command("scenarios", "List the scenario catalogue with descriptions.", _scenarios, [])
+    replay = command("replay", "Run the lesson's loop on a scenario and print the transcript.", _replay, [])
+    replay.add_argument("scenario", help="a scenario name (see `sandbox scenarios`)")
+    replay.add_argument("--provider", default="openai", choices=PROVIDERS, help="the wire format (default openai)")
+    replay.add_argument("--wire", action="store_true", help="also print each request and response body")
+    serve_ = command("serve", "Serve the sandbox over HTTP: all four wire formats at their real paths.", _serve, [])
+    room_ = command("room", room.SUMMARY, _serve, [])
+    room_.set_defaults(room=True)
+    for sub in (serve_, room_):
+        sub.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+        sub.add_argument("--port", type=_port, default=8765, help="port (default 8765)")
+        sub.add_argument("--scenario", default=None, help="answer every request with this scenario")
+        sub.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="model requests per conversation")
+        sub.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
+        faults = "faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
+        sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
+        cors = "answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)"
+        sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
+        sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
+        sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
+        room.add_options(sub, flag=sub is serve_)
+    add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
+    return parser
+
+
+# -- the challenges ----------------------------------------------------------------------------------
+
+
+def _challenges(args: argparse.Namespace) -> tuple[Path, list[ChallengeInfo]]:
+    start = args.dir or Path.cwd()
+    root = find_root(start)
+    if root is None:
+        raise CommandError(
+            f"no challenges folder at or above {start} (looking for challenges/hints.toml). Run sandbox "
+            "from your clone of skyl-sandbox, or pass --dir path/to/challenges."
+        )
+    return root, load_challenges(root)
+
+
+def _pick(challenges: list[ChallengeInfo], number: str) -> ChallengeInfo:
+    try:
+        return select(challenges, number)
+    except LookupError as error:
+        raise CommandError(str(error)) from None
+
+
+def _list(args: argparse.Namespace) -> int:
+    root, challenges = _challenges(args)
+    progress = Progress(root, challenges)
+    print(f"Challenges in {root}\n")
+    print("\n".join(progress.lines(progress.tallies())))
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    room.join_from(args)
+    root, challenges = _challenges(args)
+    chosen = [_pick(challenges, args.number)] if args.number else challenges
+    return Progress(root, challenges).run_here(chosen)
+
+
+def _hint(args: argparse.Namespace) -> int:
+    root, challenges = _challenges(args)
+    info = _pick(challenges, args.number)
+    if not info.hints:
+        raise CommandError(f"{info.name} has no hints in {root / 'hints.toml'}.")
+    state = State(root)
+    shown = min(state.hints.get(info.name, 0) + 1, len(info.hints))
+    state.hints[info.name] = shown
+    state.save()
+    print(f"{info.name}: {info.title}")
+    print(_wrap("Rule: ", info.rule))
+    for number, text in enumerate(info.hints[:shown], 1):
+        print()
+        print(_wrap(f"Hint {number}/{len(info.hints)}: ", text))
+    print()
+    if shown < len(info.hints):
+        print(f"Run `sandbox hint {info.number}` again for the next hint.")
+    else:
+        print(f"That was the last hint. Read {info.folder / 'README.md'} again, and the transcript in the failure.")
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise CommandError(f"--interval {args.interval}: use a number of seconds above 0.")
+    room.join_from(args)
+    root, challenges = _challenges(args)
+    print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
+    try:
+        Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True), clear=sys.stdout.isatty())
+    except KeyboardInterrupt:
+        print("\nStopped watching.")
+    return 0
+
+
+def _solution(args: argparse.Namespace) -> int:
+    root, challenges = _challenges(args)
+    info = _pick(challenges, args.number)
+    tally = Progress(root, [info]).tallies()[info.name]
+    if tally.status != "passed":
+        print(
+            f"{info.name} is {tally.status} ({tally.passed}/{tally.total} tests pass). Its solution unlocks once "
+            f"`sandbox check {info.number}` passes; `sandbox hint {info.number}` reveals hints one at a time.",
+            file=sys.stderr,
+        )
+        return 1
+    path = root.parent / "solutions" / f"{info.name}.py"
+    if not path.is_file():
+        raise CommandError(f"no reference solution at {path}.")
+    print(f"# {path}: compare it with your {info.exercise.name}\n")
+    print(path.read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _wrap(label: str, text: str) -> str:
+    return textwrap.fill(text, 100, initial_indent=label, subsequent_indent=" " * len(label))
+
+
+# -- the sandbox -------------------------------------------------------------------------------------
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    for name, scenario in sorted(_catalogue.catalogue().items()):
+        print(name)
+        print(textwrap.fill(scenario.description, 100, initial_indent="    ", subsequent_indent="    "))
+        print()
+    print("A request's model field names its scenario: skyl.Request(model='single_call', ...).")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """The lesson's loop, bounded at 5 rounds, with the scenario's own tool outputs."""
+    from ..grading.judge._dialogue import call_key  # pytest, which only replay and grade need
+
+    scenario = _catalogue.get_scenario(args.scenario)
+    door = transport(scenario)
+    client = skyl.Client(args.provider, transport=door)
+    request = skyl.Request(
+        model=scenario.name,
+        messages=[skyl.user_text(scenario.prompt)],
+        tools=list(scenario.tools),
+        reasoning=scenario.reasoning,  # a reasoning scenario shows what the model thought
+    )
+    summary = " ".join(scenario.description.split()).split(". ")[0].rstrip(".")
+    print(f"Scenario {scenario.name} on {args.provider}: {summary}.\n")
+    history: list[str] = []
+    for number in range(1, REPLAY_ROUNDS + 1):
+        label = f"request {number}"
+        if number == 1:
+            print(_step(label, "user", quote(scenario.prompt)))
+            label = ""
+        response = client.complete(request)
+        if args.wire:
+            exchange = door.journal[-1]
+            print(f"\n--- request {number}: POST {exchange.path}\n{_indented(exchange.request_body)}")
+            print(f"--- response {number}: {exchange.status}\n{_indented(exchange.body)}\n")
+        for part in response.message.reasoning():
+            print(_step(label, "think", quote(part.summary, 80) if part.summary else f"({_hidden(part)})"))
+            label = ""
+        print(_step(label, "reply", describe_message(response.message)))
+        calls = response.tool_calls()
+        if not calls:
+            print(f"\nDone after {number} request(s): the model answered without asking for tools.")
+            return 0
+        request.messages.append(response.message)
+        for call in calls:
+            output = scenario.tool_outputs.get(call_key(call), "")
+            history.append(call.name)
+            print(_step("", "run", f"{describe_call(call)} -> {quote(output)}"))
+            request.messages.append(skyl.tool_result_message(call.id, output))
+    print(
+        f"\nThe loop gave up after {REPLAY_ROUNDS} tool rounds; call sequence was [{' '.join(history)}]: "
+        "check what these tools return."
+    )
+    return 0
+
+
+def _hidden(part: skyl.Reasoning) -> str:
+    return "redacted thinking" if part.redacted else f"hidden reasoning, sent back as {part.provider} sent it"
+
+
+def _indented(body: bytes) -> str:
+    """A JSON body made readable; a stream's SSE frames as they were sent."""
+    try:
+        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    except ValueError:
+        return body.decode("utf-8", errors="replace")
+
+
+def _step(label: str, role: str, text: str) -> str:
+    return f"{label:<11}{role:<7}{text}"
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if args.scenarios is not None and not args.scenarios.is_dir():
+        raise CommandError(f"--scenarios {args.scenarios}: no such folder of *.toml scenario files.")
+    scenarios = _catalogue.load_scenarios([args.scenarios]) if args.scenarios else None
+    shadowed = sorted(set(scenarios or ()) & set(_catalogue.catalogue()))
+    if shadowed:
+        raise CommandError(
+            f"--scenarios {args.scenarios}: {', '.join(map(repr, shadowed))} is also the name of a built-in "
+            "scenario, and a request's model name must pick one scenario. Rename it in its file."
+        )
+    args.cors_origin = cors_origins_of(args.cors_origin)
+    engine_class = room.RecordingEngine if args.room else Engine
+    engine = engine_class(
+        args.scenario,
+        scenarios=scenarios,
+        budget=args.budget,
+        faults=args.faults,
+        kept=args.kept,
+        kept_mib=args.kept_mib,
+    )
+
+    def banner() -> None:
+        """Printed once the port is bound, so a taken port prints only its error."""
+        base = f"http://{args.host}:{args.port}"
+        print(f"Serving the sandbox at {base} (Ctrl-C to stop).")
+        print(f"  OpenAI (Chat and Responses): base_url={base}/v1    Anthropic, Gemini: base_url={base}")
+        if engine.pinned is not None:
+            print(f"  Every request plays scenario {engine.pinned.name!r}.")
+        else:
+            print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
+        if engine.faults.faults:
+            print(f"  Faults in every conversation: {', '.join(map(repr, engine.faults.faults))}.")
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
+        sys.stdout.flush()
+
+    if args.room:
+        return room.serve_room(args, engine, banner)
+    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
+    return 0

@@ -1,0 +1,129 @@
+"""`sandbox room` (and `sandbox serve --room`): the sandbox server with the workshop room mounted beside it.
+
+May touch: the room's database file (`--room-db`, or a new temporary one), stdout for the banner,
+and the listening socket through `sandbox.adapters.server.serve`. The banner prints the instructor's URL (with
+the room's secret key) and the one line learners use to join.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import UsageError
+from ..adapters.server import serve
+from ..engine._engine import Engine
+from ..grading.judge._meta import find_root, load_challenges
+from ..grading.judge._room_graded import grade_run
+from ..grading.judge._room_link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
+from ..room._app import PREFIX, RoomApp
+from ..room._service import RecordingEngine, RoomService
+from ..room._store import Store
+
+__all__ = ["RecordingEngine", "add_join_options", "add_options", "around_grade", "join_from", "serve_room"]
+
+Observer = Callable[[Sequence[Any], Mapping[str, tuple[str, str]]], None]
+SUMMARY = "Serve the sandbox with a workshop room: a live page of every learner's progress."
+
+
+def add_options(parser: argparse.ArgumentParser, *, flag: bool) -> None:
+    """The room's options; `flag` adds `--room` itself (for `sandbox serve`)."""
+    if flag:
+        parser.add_argument("--room", action="store_true", help="also run a workshop room (see `sandbox room`)")
+    parser.add_argument(
+        "--room-db",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the room's SQLite file: a restart with it keeps the room",
+    )
+    parser.add_argument(
+        "--stuck-runs", type=int, default=3, metavar="N", help="stuck: the same failure N runs in a row (3)"
+    )
+    parser.add_argument(
+        "--stuck-minutes", type=float, default=10.0, metavar="M", help="stuck: no run for M minutes (10)"
+    )
+
+
+def add_join_options(parser: argparse.ArgumentParser) -> None:
+    """`--room URL --name NAME` for `sandbox check` and `watch`: the pytest they run joins the room."""
+    parser.add_argument(
+        "--room", default=None, metavar="URL", help=f"post each run to a workshop room (or ${ROOM_ENV})"
+    )
+    parser.add_argument("--name", default=None, metavar="NAME", help=f"your name in the room (or ${ROOM_NAME_ENV})")
+
+
+def join_from(args: argparse.Namespace) -> None:
+    """Hand `--room` and `--name` to the pytest run through the environment, as a learner could themselves."""
+    if args.room:
+        os.environ[ROOM_ENV] = args.room
+    if args.name:
+        os.environ[ROOM_NAME_ENV] = args.name
+    if os.environ.get(ROOM_ENV) and not os.environ.get(ROOM_NAME_ENV):
+        raise UsageError(f"--room {os.environ[ROOM_ENV]}: say who you are too, with --name 'YOUR NAME'.")
+
+
+def around_grade(args: argparse.Namespace, grade: Callable[[Observer | None], int]) -> int:
+    """`sandbox grade --room URL --name NAME`: join while the cases run, post their verdicts once all
+    are final, and say in one line if the room could not take them. The exit status is the grader's."""
+    join_from(args)
+    url, name = os.environ.get(ROOM_ENV), os.environ.get(ROOM_NAME_ENV)
+    if not url or not name:
+        return grade(None)
+    link = RoomLink(url, name)
+
+    def observe(planned: Sequence[Any], outcomes: Mapping[str, tuple[str, str]]) -> None:
+        link.post(grade_run(planned, outcomes))
+
+    status = grade(observe)
+    link.finish(print)
+    return status
+
+
+def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], None]) -> int:
+    if args.stuck_runs < 1 or args.stuck_minutes <= 0:
+        raise UsageError("--stuck-runs takes a whole number from 1, --stuck-minutes a number above 0.")
+    path: Path = args.room_db
+    if path is None:
+        handle, name = tempfile.mkstemp(prefix="sandbox-room-", suffix=".db")
+        os.close(handle)
+        path = Path(name)
+    root = find_root(Path.cwd())
+    titles = {info.name: info.title for info in load_challenges(root)} if root else {}
+    store = Store(path)
+    service = RoomService(store, titles=titles, stuck_runs=args.stuck_runs, stuck_minutes=args.stuck_minutes)
+
+    def ready() -> None:
+        banner()
+        host = args.host if args.host not in ("0.0.0.0", "::") else "THIS-MACHINE"
+        base = f"http://{host}:{args.port}"
+        room = f"{base}{PREFIX}"
+        kept = "" if args.room_db else f" (a new room: start again with --room-db {path} to keep it)"
+        print(f"\nWorkshop room, state in {path}{kept}")
+        print(f"  Instructor's page (keep the key to yourself): {room}/?key={service.key}")
+        print(f"  Learners join:  pytest challenges/ --room {room} --name 'THEIR NAME'")
+        print(f"             or:  sandbox check --room {room} --name 'THEIR NAME'   (also sandbox watch)")
+        print(f"             or:  export {ROOM_ENV}={room} {ROOM_NAME_ENV}='THEIR NAME'")
+        print(f"  Their own loops: base_url={base}/v1 (Anthropic, Gemini: {base}), api_key: the key their join prints")
+        if args.host in ("127.0.0.1", "localhost", "::1"):
+            print("  Only this machine can reach it: for a room of laptops, start it with --host 0.0.0.0.")
+        sys.stdout.flush()
+
+    try:
+        serve(
+            engine,
+            host=args.host,
+            port=args.port,
+            cors_origins=args.cors_origin,
+            ready=ready,
+            wrap=lambda app: RoomApp(app, service),
+        )
+    finally:
+        service.closing = True
+        store.close()
+    return 0

@@ -1,0 +1,351 @@
+"""Replay a request's history against the script: where are we, and was every echoed turn ours?
+
+The history is the only state. Ids derive from (scenario, step, index), so the script can recompute
+what it sent at every earlier step and compare the echoed turn with it. The wire format has already
+enforced the provider's own ordering rules; what is left here are the mistakes a real provider
+accepts but that leave the model confused (a turn rebuilt without its calls, a duplicated or edited
+turn), each answered with a `sandbox:` error that says what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..messages._types import (
+    Message,
+    Part,
+    Reasoning,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    Usage,
+    assembled,
+    wire_call,
+    wire_message,
+    wire_text,
+)
+from ..wire import Conversation, ModelTurn, Rule, WireError, WireFormat
+from ..wire._reasoning import reasoning_tokens
+from ._scenario import Scenario, Step, is_usable, render_text
+
+__all__ = ["Position", "replay", "render_turn"]
+
+
+@dataclass
+class Position:
+    """Where the conversation stands: the next step to play and what the loop has sent back."""
+
+    step: int = 0
+    """How many model turns the history already holds."""
+    script_index: int = 0
+    results: list[str] = field(default_factory=list)
+    last: list[str] = field(default_factory=list)
+
+
+def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
+    return [
+        wire_call(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
+        for index, call in enumerate(step.calls)
+    ]
+
+
+class _SentCalls:
+    """(wire, scenario, step number, script step) -> the calls the script made there, for the replay to
+    compare with alone: never handed out (a caller could change their arguments), and recomputed only
+    when the scenario object is another one. Bounded: emptied when full. `cache_clear` and
+    `cache_info` as a `functools` memo has them, so whatever empties the sandbox's memos empties it."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._calls: dict[tuple[str, int, int, int], tuple[Scenario, tuple[ToolCall, ...], int]] = {}
+        self.cache_clear = self._calls.clear
+        """Empties the memo (an attribute of the memo, not of its class, as a `functools` memo has it)."""
+
+    def __call__(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
+    ) -> tuple[ToolCall, ...]:
+        found = self._calls.get((wire.name, id(scenario), step_number, script_index))  # `_made`'s hit, inline
+        if found is not None and found[0] is scenario:
+            return found[1]
+        return self._made(wire, scenario, script_index, step_number)[1]
+
+    def rendered(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
+    ) -> tuple[list[ToolCall], int]:
+        """The calls for an answer (copies: the answer's own) and the output tokens they count (the
+        README's "Usage figures")."""
+        _, calls, tokens = self._made(wire, scenario, script_index, step_number)
+        copies = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
+        for call in calls:
+            copies.append(wire_call(call.id, call.name, dict(call.arguments)))
+        return copies, tokens
+
+    def _made(
+        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
+    ) -> tuple[Scenario, tuple[ToolCall, ...], int]:
+        key = (wire.name, id(scenario), step_number, script_index)
+        found = self._calls.get(key)
+        if found is not None and found[0] is scenario:
+            return found
+        calls = tuple(expected_calls(wire, scenario, scenario.steps[script_index], step_number))
+        if len(self._calls) >= self._size:
+            self._calls.clear()
+        made = (scenario, calls, sum(8 + len(str(call.arguments)) // 4 for call in calls))
+        self._calls[key] = made
+        return made
+
+    def cache_info(self) -> int:
+        return len(self._calls)
+
+
+_sent_calls = _SentCalls()
+
+
+def expected_reasoning(
+    wire: WireFormat, scenario: Scenario, step: Step, step_number: int, conversation: Conversation
+) -> list[Reasoning]:
+    """The reasoning sent with turn `step_number`: recomputed, like the call ids, from the seed."""
+    if not scenario.reasoning:
+        return []
+    seed = f"{scenario.name}/{step_number}"
+    return wire.reasoning_parts(
+        seed, step.thought(), conversation, redacted=step.redacted_thinking, acting=bool(step.calls)
+    )
+
+
+_NO_CALLS: tuple[Sequence[ToolCall], int] = ((), 0)
+
+
+def render_turn(
+    wire: WireFormat,
+    scenario: Scenario,
+    position: Position,
+    conversation: Conversation,
+    body_size: int,
+    request_digest: str = "",
+) -> ModelTurn:
+    step = scenario.steps[position.script_index]
+    # A final answer makes no calls, and most scenarios do not reason: neither is asked for then.
+    calls, call_tokens = (
+        _sent_calls.rendered(wire, scenario, position.script_index, position.step) if step.calls else _NO_CALLS
+    )
+    text = render_text(step.text, position.results, position.last) if step.text else ""
+    reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
+    parts: list[Part] = [*reasoning, wire_text(text), *calls] if text else [*reasoning, *calls]
+    stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
+    # The README's "Usage figures": 4 characters a token, thinking included in the output.
+    thinking = reasoning_tokens(step.thought()) if reasoning else 0
+    output_tokens = 1 + len(text) // 4 + call_tokens + thinking
+    return assembled(
+        ModelTurn,
+        message=wire_message("assistant", parts),
+        stop_reason=stop,
+        seed=f"{scenario.name}/{position.step}",
+        raw_stop_reason=step.stop_reasons.get(wire.name),
+        usage=assembled(Usage, input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
+        request=request_digest,
+        reasoning_tokens=thinking,
+    )
+
+
+def replay(
+    wire: WireFormat, scenario: Scenario, conversation: Conversation, resume: tuple[int, Position] | None = None
+) -> Position:
+    """Walk the history; raise `WireError` (a `sandbox:` 400) for the first turn that is not ours.
+    `resume` is where an earlier replay of the same history's start stopped (the message it stopped
+    before, and its position): a continuation of kept state replays only what is new."""
+    messages = conversation.messages
+    steps = scenario.steps
+    index, step_number, script_index = 0, 0, 0
+    results: list[str] = []
+    last_results: list[str] = []
+    if resume is not None:
+        index, done = resume
+        step_number, script_index, results, last_results = (
+            done.step,
+            done.script_index,
+            list(done.results),
+            list(done.last),
+        )
+    count = len(messages)
+    final = count - 1  # the history's last model turn (the reasoning check's `last`)
+    while final >= index and messages[final].role != "assistant":
+        final -= 1
+    reasons = scenario.reasoning
+    while index < count:
+        message = messages[index]
+        if message.role != "assistant":
+            index += 1
+            continue
+        if script_index >= len(steps):
+            raise _finished(wire, scenario, conversation, index)
+        step = steps[script_index]
+        # The provider's own reasoning rules come first: a real provider refuses before any model reads.
+        reasoning = expected_reasoning(wire, scenario, step, step_number, conversation) if reasons else ()
+        wire.check_reasoning(conversation, index, reasoning, last=index == final)
+        expected = _sent_calls(wire, scenario, script_index, step_number)
+        echoed = message.tool_calls()
+        if 0 < len(echoed) < len(expected):  # perhaps a parallel turn split over several messages
+            group = _turn_group(wire, messages, index, expected)
+            echoed = [call for member in group for call in messages[member].tool_calls()]
+        else:
+            group = [index]
+        if not _same_calls(wire, echoed, expected):
+            raise _mismatch(wire, scenario, conversation, index, step_number, echoed, expected)
+        answers = _answers(wire, conversation, group, echoed, expected)
+        last_results = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
+        for answer in answers:
+            last_results.append(answer.content)
+        results += last_results
+        step_number += 1
+        if step.repeat == "once" or not _repeats(step, answers):
+            script_index += 1
+        index = group[-1] + 1
+    if script_index >= len(steps):
+        raise _finished(wire, scenario, conversation, None)
+    return Position(step_number, script_index, results, last_results)
+
+
+def _repeats(step: Step, answers: list[ToolResult]) -> bool:
+    if step.is_answer or step.repeat == "once":
+        return False
+    if step.repeat == "forever":
+        return True
+    return any(not is_usable(answer.content, is_error=answer.is_error) for answer in answers)
+
+
+def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected: Sequence[ToolCall]) -> list[int]:
+    """The assistant messages that together hold the turn starting at `index`: that one message, or,
+    for a parallel turn split into one assistant message per call with each call's result after it
+    (`assistant[call A], tool[A], assistant[call B], tool[B]`, as openai-agents' LiteLLM model sends
+    Anthropic and Gemini histories), every message of the split. Real providers accept the split,
+    since each result follows its call; it is only taken as one turn when the pieces make up exactly
+    the calls the step made, in order, so a duplicated or edited turn is still reported."""
+    group = [index]
+    calls = messages[index].tool_calls()
+    following = index + 1
+    while 0 < len(calls) < len(expected) and _same_calls(wire, calls, expected[: len(calls)]):
+        while following < len(messages) and messages[following].role == "tool":
+            following += 1
+        if following == len(messages) or messages[following].role != "assistant":
+            break
+        more = messages[following].tool_calls()
+        if not more or not _same_calls(wire, calls + more, expected[: len(calls) + len(more)]):
+            break
+        group.append(following)
+        calls = calls + more
+        following += 1
+    return group if len(calls) == len(expected) else [index]
+
+
+def _answers(
+    wire: WireFormat, conversation: Conversation, group: list[int], echoed: list[ToolCall], expected: Sequence[ToolCall]
+) -> list[ToolResult]:
+    """The result for each call of the turn, in call order (echoed ids: Gemini's are positional): the
+    first result for its id between the turn's message and the next model turn."""
+    messages = conversation.messages
+    count = len(messages)
+    answers: dict[str, ToolResult] = {}
+    for member in group:
+        at = member + 1  # an index, not an islice: no copy of the rest of a long history, no iterator made
+        while at < count:
+            message = messages[at]
+            if message.role == "assistant":
+                break
+            for part in message.content:
+                if isinstance(part, ToolResult) and part.call_id not in answers:  # the first result for an id
+                    answers[part.call_id] = part
+            at += 1
+    results: list[ToolResult] = []
+    for call in expected:
+        result = answers.get(echoed[len(results)].id)
+        if result is None:
+            index = group[0]
+            raise wire.error(
+                400,
+                f"sandbox: the tool call {_describe(wire, call)} in {conversation.paths[index]} has no result "
+                "before the next model turn. Append one tool result per call, right after the turn "
+                "that made them; a call with no result should get an error result, never silence.",
+                rule=Rule.MISSING_RESULT,
+                param=conversation.paths[index],
+                code="sandbox_missing_result",
+                message_index=index,
+            )
+        results.append(result)
+    return results
+
+
+def _mismatch(
+    wire: WireFormat,
+    scenario: Scenario,
+    conversation: Conversation,
+    index: int,
+    step_number: int,
+    echoed: list[ToolCall],
+    expected: Sequence[ToolCall],
+) -> WireError:
+    """The error for echoed turn `index`, whose calls are not the ones the script made at that step."""
+    where = conversation.paths[index]
+    sent = ", ".join(_describe(wire, call) for call in expected) or "no tool calls (its final answer)"
+    if expected and not echoed:
+        detail = (
+            "it has no tool calls. A real provider accepts this, but the model has lost its own calls "
+            "and the results that follow answer nothing. Append resp.message itself, never a "
+            "text-only reconstruction such as skyl.assistant_text(resp.text())."
+        )
+    else:
+        got = ", ".join(_describe(wire, call) for call in echoed) or "no tool calls"
+        detail = (
+            f"it has {got}. Append each response's message exactly once, unchanged, in the order the responses arrived."
+        )
+    return wire.error(
+        400,
+        f"sandbox: {where} should be the model turn the sandbox sent at step {step_number} of scenario "
+        f"{scenario.name!r}, which made {sent}; {detail}",
+        rule=Rule.HISTORY_MISMATCH,
+        param=where,
+        code="sandbox_history_mismatch",
+        message_index=index,
+    )
+
+
+def _same_calls(wire: WireFormat, echoed: Sequence[ToolCall], expected: Sequence[ToolCall]) -> bool:
+    if len(echoed) != len(expected):
+        return False
+    ids = wire.has_call_ids
+    at = 0  # a counter, not a zip: making the iterator cost more than comparing a call
+    for got in echoed:
+        want = expected[at]
+        at += 1
+        if got.name != want.name or (ids and got.id != want.id):
+            return False
+        arguments, wanted = got.arguments, want.arguments
+        # compared as dicts: as they are when they are one already (a decoded request)
+        if type(arguments) is not dict:
+            arguments = dict(arguments)
+        if type(wanted) is not dict:
+            wanted = dict(wanted)
+        if arguments != wanted:
+            return False
+    return True
+
+
+def _describe(wire: WireFormat, call: ToolCall) -> str:
+    """The call as a learner would recognise it; its id only where the wire carries one (Gemini's
+    calls have none, and naming the sandbox's internal placeholder would point at nothing)."""
+    args = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
+    return f"{call.name}({args}) [id {call.id}]" if wire.has_call_ids else f"{call.name}({args})"
+
+
+def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, index: int | None) -> WireError:
+    return wire.error(
+        400,
+        f"sandbox: scenario {scenario.name!r} is over: the model already gave its final answer (a turn "
+        "with no tool calls), and this request asks for more. Stop the loop when "
+        "resp.tool_calls() is empty; the stop reason is not a reliable end signal.",
+        rule=Rule.SCRIPT_FINISHED,
+        param=conversation.paths[index] if index is not None else None,
+        code="sandbox_script_finished",
+        message_index=index,
+    )

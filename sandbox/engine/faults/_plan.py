@@ -1,0 +1,143 @@
+"""Which fault answers a request: the engine's one hook into faults.
+
+The history is the engine's only state, and a retry resends the same history, so a fault that played
+on "request 2" would play on every retry of it. The plan therefore counts attempts: per sender and
+per exact request body, the faults for that request play in order, one per attempt (`times` each),
+and the attempt after them gets the script's answer. An error fault's retry hint holds, as on the
+real API: a retry that arrives before the hint has passed gets the same error again, and counts as
+no attempt (`Applied.early`). The count forgets a request after `window` seconds of quiet, so
+re-running a suite against one `sandbox serve` plays its faults again.
+
+The sender is the door's caller key (thread and task in process), or for an HTTP door the client's
+address without its port: a client whose connection was cut retries on a new connection.
+
+A door that knows when a request arrived says so (`arrived_at`): the hint is then judged on arrival,
+as the real API judges it, rather than after the sandbox has read and checked the request, which on a
+busy machine can take longer than a hint of tens of milliseconds and let an immediate retry through.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from ..._exceptions import ScenarioError
+from ._spec import Fault
+from ._statuses import sends_hint
+
+__all__ = ["Applied", "FaultPlan", "arrived_at"]
+
+_ARRIVED: ContextVar[float | None] = ContextVar("sandbox_request_arrived", default=None)
+
+
+@contextmanager
+def arrived_at(moment: float) -> Iterator[None]:
+    """The request being answered inside arrived at `moment` (`time.monotonic()`): retry hints are
+    judged from then."""
+    token = _ARRIVED.set(moment)
+    try:
+        yield
+    finally:
+        _ARRIVED.reset(token)
+
+
+_HTTP_CLIENT = re.compile(r"^(?P<host>\[?[0-9A-Fa-f:.]+\]?):\d+$")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A fault as it plays on one request: which, and on which attempt of that request."""
+
+    fault: Fault
+    attempt: int
+    """1 for the first time this request arrived."""
+    early: bool = False
+    """The request came back before the previous answer's retry hint had passed."""
+
+
+class FaultPlan:
+    """The ad-hoc faults of a mounting (`transport(faults=...)`) plus each scenario's own."""
+
+    def __init__(self, faults: Sequence[Fault] = (), *, budget: int, window: float = 30.0, size: int = 10_000) -> None:
+        for fault in faults:
+            if not isinstance(fault, Fault):
+                raise ScenarioError(f"faults= takes sandbox.Fault objects or a spec string, got {fault!r}.")
+        self.faults = tuple(faults)
+        self.budget = budget
+        for fault in self.faults:
+            self.check_request(fault, where="faults=")
+        self._window = window
+        self._size = size
+        self._seen: OrderedDict[str, tuple[int, float, _Hold | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def check_request(self, fault: Fault, *, where: str) -> None:
+        """Refuse a request number that no conversation can reach within the budget."""
+        if fault.request is not None and fault.request > self.budget:
+            raise ScenarioError(
+                f"{where} {fault!r}: request={fault.request} is past the budget of {self.budget} model "
+                f"requests; use a request from 1 to {self.budget}, or raise budget=."
+            )
+
+    def pick(
+        self, provider: str, request: int, step_faults: Sequence[Fault], client: str, digest: str
+    ) -> Applied | None:
+        """The fault for this attempt of request number `request`, if any. `step_faults` are the
+        scenario's own: the playing step's fault and its request-numbered ones."""
+        candidates = [
+            fault
+            for fault in (*self.faults, *step_faults)
+            if fault.plays_on(provider) and (fault.request is None or fault.request == request)
+        ]
+        if not candidates:
+            return None
+        key = f"{_sender(client)}\0{digest}"
+        now = time.monotonic()
+        # A hint holds from when its error was made (the client sees it later still) to when the retry
+        # arrived: a loop that waited the hint is never early, one that did not is judged at its word.
+        arrived = _ARRIVED.get() or now
+        with self._lock:
+            seen, last, held = self._seen.pop(key, (0, now, None))
+            if seen and now - last > self._window:
+                seen, held = 0, None
+            if held is not None and arrived < held.until:
+                self._keep(key, (seen, now, held))
+                return Applied(held.fault, seen, early=True)
+            seen += 1
+            applied = _nth(candidates, seen)
+            hint = (
+                applied.fault.retry_after if applied is not None and sends_hint(provider, applied.fault.kind) else 0.0
+            )
+            self._keep(key, (seen, now, _Hold(applied.fault, now + hint) if applied and hint else None))
+            return applied
+
+    def _keep(self, key: str, value: tuple[int, float, _Hold | None]) -> None:
+        self._seen[key] = value
+        if len(self._seen) > self._size:
+            self._seen.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class _Hold:
+    fault: Fault
+    until: float
+
+
+def _nth(candidates: list[Fault], attempt: int) -> Applied | None:
+    left = attempt
+    for fault in candidates:
+        if left <= fault.times:
+            return Applied(fault, attempt)
+        left -= fault.times
+    return None
+
+
+def _sender(client: str) -> str:
+    match = _HTTP_CLIENT.match(client)
+    return match["host"] if match else client
