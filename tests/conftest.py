@@ -101,7 +101,7 @@ def go_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The room page's screenshot of this run (tests/test_room_browser.py), where a person can look at it."""
+    """The room page's screenshot of this run (tests/room/test_browser.py), where a person can look at it."""
     from tests.room_server import SCREENSHOTS
 
     for shot in SCREENSHOTS:

@@ -96,7 +96,7 @@ def answered_exchange(
     """The exchange of a 200 the engine answered: `Exchange(...)` with these fields and no error,
     without the frozen `__init__`'s `object.__setattr__` per field or a dict of keywords copied into
     the instance's: its fields are one dict display, which the instance takes as its own (a third
-    of the cost; every answer makes one). `tests/test_answer_ids.py` holds it to `Exchange`'s fields."""
+    of the cost; every answer makes one). `tests/engine/test_answer_ids.py` holds it to `Exchange`'s fields."""
     made = _new(Exchange)
     _set(
         made,

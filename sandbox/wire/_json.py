@@ -9,7 +9,7 @@ a request. Only its values are taken, never its verdicts: whatever it refuses (`
 surrogate, a number out of a double's range, a BOM, UTF-16) is read again by `json`, whose error the
 wire formats translate into each provider's own, and a body holding a run of 19 digits or more
 (where orjson reads an integer past 64 bits as a float) goes to `json` straight away. So the values
-and errors are `json`'s, whichever reads the body (tests/test_json_fast.py compares the two).
+and errors are `json`'s, whichever reads the body (tests/wire/test_json.py compares the two).
 
 Why the limit: Python's decoder recurses once per level and gives up with `RecursionError` when the
 interpreter's stack runs out, so where it gives up depends on how deep the caller already is. The

@@ -234,7 +234,7 @@ class KeptState:
         """What the answer's continuation starts from (`_chain`), held beside the entry. A Responses walk
         of the answer's items waits for the first continuation (`LaterWalk`: most stored responses
         are never continued), holding a copy of the request's walk and the items' stored bytes `reply`,
-        so it keeps only objects it makes itself (tests/test_kept_chains.py proves it holds none of the
+        so it keeps only objects it makes itself (tests/engine/kept/test_chains.py proves it holds none of the
         answer's); a thread keeps its answer's message as the bytes `reply` it stores."""
         resume = expanded.resume
         if resume is None or resume.parser is None:

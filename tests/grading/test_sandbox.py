@@ -1,0 +1,223 @@
+"""Prove the sandbox (issue 17): each trick of `tests/exploits/` that reaches past the learner's own process earns
+nothing in a run of its own, cannot kill, stop or outlive the grader, and cannot change the next run's verdict;
+under bubblewrap and under the fallback (plain processes, with the uid drop when the grader is root).
+
+Every run grades a throwaway copy of the checkout (its own `sandbox/`, `challenges/`, `solutions/`) with a
+throwaway HOME, as an instructor would: `pytest challenges/... --impl DIR --report PATH --isolation MODE`, the
+tricks together, each on a challenge of its own (each earns 0 only if none of them got through). The run must
+finish by itself with exit status 1 and an honest report (every test failed, 0 points) that nothing rewrites
+afterwards; the copy must be byte-identical afterwards; and the next run in the same copy, of the challenges'
+untouched stubs, must be honest too (every test "not started").
+
+`SANDBOX_REQUIRE_BWRAP=1` (set by `.ci/run`) makes the bubblewrap runs fail rather than skip where it is not
+usable. The fallback's runs need a grader running as root: its uid drop is what stops these tricks there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import site
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox.grading.boundary._isolation import choose
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPLOITS = ROOT / "tests" / "exploits"
+SELECTION = "openai and not responses"
+TRICKS = {
+    "resolve_solutions": "04_report_runaway",
+    "ptrace_grader": "06_detect_the_end",
+    "kill_zygote": "07_failing_tools",
+    "signal_grader": "02_bounded_loop",
+    "poison_next_run": "03_several_calls",
+    "edit_scenarios": "09_keep_the_whole_turn",
+    "collector_at_import": "05_streaming",
+}
+"""Trick -> the challenge it is graded as (its module in tests/exploits/<trick>/<challenge>.py)."""
+FALLBACK_CANNOT_STOP = {"resolve_solutions"}
+"""What only bubblewrap stops: the README's instructor's guide names each."""
+SANDBOX_TRICKS = {*TRICKS, "block_forever", "setsid_grandchild"}
+POISON = "zz_sandbox_exploit_poison.pth"
+
+
+def _usable(mode: str) -> None:
+    if mode == "process" and os.geteuid() != 0:
+        pytest.skip("the fallback stops these tricks by its uid drop, which needs a grader running as root")
+    if mode == "auto" and not choose("auto").sandboxed:
+        if os.environ.get("SANDBOX_REQUIRE_BWRAP") == "1":
+            pytest.fail(f"SANDBOX_REQUIRE_BWRAP=1, but bubblewrap is not usable: {choose('auto').why}")
+        pytest.skip(f"bubblewrap is not usable here: {choose('auto').why}")
+
+
+@pytest.fixture
+def checkout() -> Iterator[Path]:
+    """A copy of the checkout, readable (not writable) by the unprivileged user learner code runs as."""
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-exploit-"))
+    try:
+        copy = scratch / "checkout"
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".sandbox-state.json*", "*.egg-info")
+        for name in ("sandbox", "challenges", "solutions"):
+            shutil.copytree(ROOT / name, copy / name, ignore=ignore)
+        shutil.copyfile(ROOT / "pyproject.toml", copy / "pyproject.toml")
+        (scratch / "home").mkdir()
+        for folder, _, _ in os.walk(scratch):
+            os.chmod(folder, 0o755)
+        yield copy
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        for folder in site.getsitepackages():  # leave the machine as found, whatever happened
+            Path(folder, POISON).unlink(missing_ok=True)
+
+
+def _digest(copy: Path) -> dict[str, str]:
+    found = {}
+    for name in ("sandbox", "challenges"):
+        for path in sorted((copy / name).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and not path.name.startswith(".sandbox-state"):
+                found[str(path.relative_to(copy))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _pytest(copy: Path, mode: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "COV_"))}
+    env.update(HOME=str(copy.parent / "home"), PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
+    command = [sys.executable, "-m", "pytest", *argv, "-k", SELECTION, "--isolation", mode]
+    command += ["--challenge-timeout", "2", "-q", "-p", "no:cacheprovider", "--rootdir", str(copy)]
+    # Generous, and never reached by a grader that finishes by itself: a stopped one is killed here.
+    return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=240, check=False)
+
+
+def _report(path: Path) -> dict[str, object]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])
+def test_the_reference_solutions_pass_under_the_isolation(mode: str, checkout: Path) -> None:
+    """What the sandbox takes away (the checkout, the network, root, files the grader reads later) is
+    nothing a right solution needs: in the fallback, its user may not even read the interpreter's folder."""
+    _usable(mode)
+    done = _pytest(checkout, mode, "challenges/", "--impl", str(checkout / "solutions"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1500:]
+
+
+@pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])
+def test_the_tricks_earn_nothing_and_leave_the_next_run_honest(mode: str, checkout: Path) -> None:
+    _usable(mode)
+    tricks = {trick: name for trick, name in TRICKS.items() if mode == "auto" or trick not in FALLBACK_CANNOT_STOP}
+    before = _digest(checkout)
+    impl = checkout.parent / "impl"
+    impl.mkdir()
+    for trick, name in tricks.items():
+        shutil.copyfile(EXPLOITS / trick / f"{name}.py", impl / f"{name}.py")
+    os.chmod(impl, 0o755)
+    report = checkout / "results.json"
+    folders = [f"challenges/{name}" for name in sorted(tricks.values())]
+    done = _pytest(checkout, mode, *folders, "--impl", str(impl), "--report", str(report))
+    output = done.stdout[-3000:] + done.stderr[-1500:]
+    assert done.returncode == 1, f"the grader did not finish by itself with exit 1:\n{output}"
+    assert "INTERNALERROR" not in output, output
+    graded = _report(report)
+    tests = graded["tests"]
+    assert isinstance(tests, list) and {test["extra_data"]["challenge"] for test in tests} == set(tricks.values())
+    by_name = {name: trick for trick, name in tricks.items()}
+    earned = [f"{by_name[test['extra_data']['challenge']]}: {test['name']}" for test in tests if test["score"]]
+    assert not earned and graded["score"] == 0, f"earned {earned}:\n{output}"
+    assert all(test["status"] == "failed" for test in tests)
+    time.sleep(2)  # what a trick left behind to rewrite the report would have done so by now
+    assert _report(report) == graded, "the report changed after the grader exited"
+    assert _digest(checkout) == before, "the checkout's package or challenges changed"
+    assert not any(Path(folder, POISON).exists() for folder in site.getsitepackages()), "a trick wrote a .pth"
+    report.unlink()
+    honest = _pytest(checkout, mode, *folders, "--report", str(report))
+    assert honest.returncode == 1, honest.stdout[-3000:]
+    after = _report(report)
+    assert after["score"] == 0 and {test["extra_data"]["outcome"] for test in after["tests"]} == {"not started"}
+
+
+@pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])
+def test_a_submission_that_blocks_forever_costs_one_deadline_per_challenge(mode: str, checkout: Path) -> None:
+    """Each challenge's first test waits out its deadline; every later one fails at once, saying why."""
+    _usable(mode)
+    impl = checkout.parent / "impl"
+    impl.mkdir()
+    names = sorted(path.name for path in (checkout / "challenges").iterdir() if path.name[:2].isdigit())
+    for name in names:
+        shutil.copyfile(EXPLOITS / "block_forever" / "02_bounded_loop.py", impl / f"{name}.py")
+    os.chmod(impl, 0o755)
+    report = checkout / "results.json"
+    done = _pytest(checkout, mode, "challenges/", "--impl", str(impl), "--report", str(report))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-1500:]
+    tests = _report(report)["tests"]
+    assert isinstance(tests, list)
+    hung = {name: 0 for name in names}
+    for test in tests:
+        said = " ".join(test["output"].split())
+        assert test["score"] == 0 and ("did not finish within" in said or "Did not run:" in said), said[:600]
+        if "did not finish within 2 s" in said and not said.startswith("Did not run"):
+            hung[test["extra_data"]["challenge"]] += 1
+    assert all(count >= 1 for count in hung.values()), hung
+    assert sum(test["output"].startswith("Did not run:") for test in tests) >= len(tests) - 3 * len(names)
+
+
+def test_the_run_deadline_fails_what_is_left_saying_so(checkout: Path) -> None:
+    """Each challenge's first test hangs until its deadline (2 s, or what is left of the run's 3 s), so
+    each lane (at most 3) starts at most two challenges before the run's deadline: of eight, the later
+    ones are never reached, however fast the machine, and say why."""
+    _usable("auto" if choose("auto").sandboxed else "process")
+    impl = checkout.parent / "impl"
+    impl.mkdir()
+    names = ["02_bounded_loop", "03_several_calls", "04_report_runaway", "05_streaming", "06_detect_the_end",
+             "07_failing_tools", "09_keep_the_whole_turn", "10_retry_without_repeating"]  # fmt: skip
+    for name in names:
+        shutil.copyfile(EXPLOITS / "block_forever" / "02_bounded_loop.py", impl / f"{name}.py")
+    os.chmod(impl, 0o755)
+    report = checkout / "results.json"
+    folders = [f"challenges/{name}" for name in names]
+    done = _pytest(checkout, "auto", *folders, "--impl", str(impl), "--report", str(report), "--run-deadline", "3")
+    assert done.returncode == 1, done.stdout[-3000:]
+    said = [test["output"] for test in _report(report)["tests"]]  # type: ignore[union-attr]
+    assert any("the run's deadline (3 s, --run-deadline) had passed" in text for text in said), said[-1][:500]
+
+
+@pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])
+def test_a_program_s_setsid_grandchild_does_not_outlive_its_case(mode: str, tmp_path: Path) -> None:
+    """`sandbox grade`: nothing a program starts, even in a session of its own, survives the case."""
+    _usable(mode)
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-exploit-"))
+    try:
+        os.chmod(scratch, 0o777)  # a survivor could write here: its marker would grow after grading
+        marker, report = scratch / "marker", scratch / "results.json"
+        program = scratch / "program.sh"
+        shutil.copyfile(EXPLOITS / "setsid_grandchild" / "program.sh", program)
+        program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        command = [sys.executable, "-m", "sandbox", "grade", "6", "--wire", "openai", "--isolation", mode]
+        command += ["--report", str(report), "--timeout", "5", "--", str(program), str(report), str(marker)]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+        assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-1500:]
+        graded = _report(report)
+        assert graded["score"] == 0 and graded["tests"], graded
+        size = marker.stat().st_size if marker.exists() else 0
+        time.sleep(2)
+        assert (marker.stat().st_size if marker.exists() else 0) == size, "a grandchild outlived grading"
+        assert _report(report) == graded
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_strict_isolation_refuses_to_grade_without_bubblewrap(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path)}  # no bwrap on this PATH
+    code = "import sandbox.cli as c, sys; sys.exit(c.main(['grade', '6', '--isolation', 'strict', '--', 'x']))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "--isolation strict: bubblewrap is not usable here (`bwrap` is not installed)" in done.stderr + done.stdout
