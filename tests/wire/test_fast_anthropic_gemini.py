@@ -179,6 +179,7 @@ def sdk_bodies() -> dict[str, list[tuple[str, bytes]]]:
     return _by_provider(sent)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_walk_reads_every_body_the_skyl_client_sends(
     provider: str, skyl_bodies: dict[str, list[tuple[str, bytes]]]
@@ -189,6 +190,7 @@ def test_the_walk_reads_every_body_the_skyl_client_sends(
     assert not declined, f"{len(declined)} of {len(bodies)} declined, first: {declined[0][:400]!r}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_walk_reads_every_body_the_official_sdk_sends(
     provider: str, sdk_bodies: dict[str, list[tuple[str, bytes]]]
@@ -209,6 +211,7 @@ def _mutants(body: bytes) -> Iterator[bytes]:
     return (json.dumps(mutant).encode() for mutant in mutants(json.loads(body), WRONG))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_walk_declines_or_agrees_on_every_mutation_of_a_valid_body(
     provider: str, skyl_bodies: dict[str, list[tuple[str, bytes]]]
@@ -285,6 +288,7 @@ _JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -252,6 +252,7 @@ def _skeleton(value: Any) -> Any:
     return type(value).__name__
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [CHAT, RESPONSES])
 def test_mutated_bodies_are_declined_or_read_exactly_as_the_full_parse_reads_them(path: str) -> None:
     taken = tried = 0
@@ -304,6 +305,7 @@ def _recorded_continuations() -> list[tuple[dict[str, Any], Walked]]:
     return seen
 
 
+@pytest.mark.slow
 def test_continuations_are_walked_in_one_pass_and_their_mutants_as_the_full_walk_reads_them() -> None:
     continuations = _recorded_continuations()
     assert {data["model"] for data, _ in continuations} == {"six_rounds", "parallel_calls", "single_call_reasoning"}
@@ -407,6 +409,7 @@ def chat_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chat_bodies())
 def test_drawn_chat_bodies_are_declined_or_read_as_the_checks_read_them(data: dict[str, Any]) -> None:
@@ -467,6 +470,7 @@ def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(responses_bodies())
 def test_drawn_responses_bodies_are_declined_or_walked_as_the_full_walk_walks_them(data: dict[str, Any]) -> None:

@@ -128,6 +128,7 @@ NOISE = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(value=JSON, ascii=st.booleans(), cut=st.integers(min_value=0, max_value=400), noise=NOISE)
 def test_any_body_reads_as_json_reads_it(value: Any, ascii: bool, cut: int, noise: bytes) -> None:
