@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from ...messages._types import Role, Tool, assembled
+from ...messages._types import Role, Tool
 from .._base import Rule, WireError
 from .._json import decode
 from .._openai import openai_error
@@ -275,7 +275,7 @@ def check_function_tool(path: str, tool: Mapping[str, Any]) -> Tool:
     if strict is not None and not isinstance(strict, bool):
         wrong_type(f"{path}.strict", "a boolean", strict)  # [INF]
     schema = parameters if parameters is not None else {"type": "object", "properties": {}}
-    return assembled(Tool, name=name, description=description or "", parameters=schema)
+    return Tool(name=name, description=description or "", parameters=schema)
 
 
 def check_tool_choice(value: Any) -> str | None:
