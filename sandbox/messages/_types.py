@@ -77,7 +77,7 @@ class ToolCall:
     """Provider details a replay needs (an OpenAI Responses item id, a Gemini thought signature)."""
 
     def __post_init__(self) -> None:
-        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):  # dict: the hot path
+        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):
             raise UsageError(
                 f"ToolCall arguments must be a dict, got {type(self.arguments).__name__}: {self.arguments!r}. "
                 "Decode the provider's JSON string with json.loads first."
@@ -187,9 +187,6 @@ class Message:
     def text(self) -> str:
         """All text parts joined: what a person would read."""
         return "".join(part.text for part in self.content if isinstance(part, Text))
-
-    # Loops rather than comprehensions: Python 3.11 makes a function of each comprehension it runs, and
-    # these run on every message of every request the sandbox answers.
 
     def tool_calls(self) -> list[ToolCall]:
         """The calls in this turn, in the order the model made them."""

@@ -107,7 +107,7 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """The recorded order (reference A.4): a ping after the first block starts, each tool block
     opening with `input: {}` and an empty `input_json_delta`, arguments in many fragments."""
-    message = {
+    message: dict[str, Any] = {
         "model": conversation.model,
         "id": _message_id(turn),
         "type": "message",

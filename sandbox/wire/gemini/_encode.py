@@ -53,7 +53,7 @@ def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     fields = _response_fields(turn, conversation)
     frames = []
     for number, parts in enumerate(chunks):
-        candidate = {"content": {"parts": parts, "role": "model"}}
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
         if number == len(chunks) - 1:
             candidate.update(_finish(turn))
         candidate["index"] = 0
@@ -157,8 +157,7 @@ def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, A
 
 
 _SERVER_TIMING = {f"{value:02x}": f"gfet4t7; dur={1000 + value * 4000 // 256}" for value in range(256)}
-"""A plausible `server-timing` (1000-4984 ms) by the first two hex digits of an answer's identity: a
-look-up, where parsing the digits cost more than the rest of the headers."""
+"""A plausible `server-timing` (1000-4984 ms) by the first two hex digits of an answer's identity."""
 
 
 def answer_headers(request_digest: str, *, stream: bool) -> dict[str, str]:

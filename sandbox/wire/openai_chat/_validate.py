@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from .._base import Rule
-from .._json import decode, orjson_read
+from .._json import decode
 
 __all__ = ["NOT_JSON", "Rejection", "check_request", "load_body"]
 
@@ -70,11 +70,9 @@ class Rejection(Exception):
 
 
 def load_body(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or OpenAI's "could not parse" rejection. Read by orjson where it reads
-    as `json` would (nearly every body), without `decode`'s steps for text; else by `decode`."""
-    read = orjson_read(body)
+    """The body as a JSON object, or OpenAI's "could not parse" rejection."""
     try:
-        data = read[0] if read is not None else decode(body, _DECODER)
+        data = decode(body, _DECODER)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise Rejection(NOT_JSON) from None
     if not isinstance(data, dict):
