@@ -1,8 +1,8 @@
 """OpenAI Chat Completions (`POST /v1/chat/completions`), both sides of the wire.
 
-Shapes follow shared/reference/wire-openai.md sections 2 and 4: tool calls travel as
-`assistant.tool_calls[]` with arguments as a JSON *string*, each result is its own `tool` message, and
-streams are `data:`-only SSE frames ending in `data: [DONE]`, framed like the recorded gpt-4o streams.
+Tool calls travel as `assistant.tool_calls[]` with arguments as a JSON *string*, each result is its own
+`tool` message, and streams are `data:`-only SSE frames ending in `data: [DONE]`, framed like the
+recorded gpt-4o streams.
 
 This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
 `_client` (the skyl client: request out, answer in, whole or streamed), `_validate` and `_pairing`

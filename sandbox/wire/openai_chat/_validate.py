@@ -1,10 +1,10 @@
 """The fake side's request checks for OpenAI Chat Completions, in the real API's order.
 
-Schema checks (dotless paths such as `messages[2].tool_calls[0].id`, a `code`); the rules that pair
-tool calls with tool messages run after them, in `_pairing`. Touches only the request body.
-Every message text marked VERIFIED in shared/reference/wire-openai.md section 4 (or quoted below
-with its source) is copied verbatim, misspellings included; the rest follow the API's own templates and
-say so in a comment. Nothing here may raise anything but `Rejection`, whatever the body holds.
+Schema checks (dotless paths such as `messages[2].tool_calls[0].id`, a `code`); the rules that pair tool
+calls with tool messages run after them, in `_pairing`. Touches only the request body. Every message
+text observed from the API (marked so, or quoted with its source) is copied verbatim, misspellings
+included; the rest follow the API's own templates and say so in a comment. Nothing here may raise
+anything but `Rejection`, whatever the body holds.
 """
 
 from __future__ import annotations

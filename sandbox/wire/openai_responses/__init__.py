@@ -1,6 +1,6 @@
 """The OpenAI Responses API (`POST /v1/responses`), on both sides of the wire.
 
-Shapes: shared/reference/wire-openai.md section 3, checked against the openai 3.57 SDK types.
+Shapes checked against the openai 3.57 SDK types.
 The Responses API has no messages, only a flat list of items: an assistant turn is a `message`
 item (its prose) plus one `function_call` item per call, and each result is a
 `function_call_output` item paired with its call by `call_id`, not by position. The neutral model

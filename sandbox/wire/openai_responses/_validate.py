@@ -5,9 +5,9 @@ and its error envelope (`wire_error`). Touches only request values; raises nothi
 The real API checks the body in a fixed order and answers the first problem it finds: the JSON
 itself, `model`, a missing `input`, unknown top-level keys, the `input` items, the other fields,
 the server-state references, an empty `input`, and only then the pairing of `function_call`
-items with their `function_call_output`s (R2, R1, R3 of wire-openai.md section 4.2).
+items with their `function_call_output`s.
 
-Sources for the texts. "[REF]": shared/reference/wire-openai.md (sections 4 and 4.2).
+Sources for the texts. "[REF]": the API's documented and recorded texts.
 "[OBS]": rows observed against the live API on 2026-08-30 and kept as a parity test by a public
 proxy project (`/v1/responses rejects ... as the direct API does`); the messages, params and codes
 below are copied from those rows. "[ISSUE]": quoted in a public issue (named where used).
