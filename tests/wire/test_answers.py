@@ -43,6 +43,7 @@ def _redumped(chunk: bytes, provider: str) -> bytes:
     return to_bytes(f"{head}data: {data}{newline}{newline}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reasoning", [False, True], ids=["plain", "reasoning"])
 @pytest.mark.parametrize("provider", STREAMED)
 def test_each_stream_frame_is_the_compact_json_of_its_object(provider: str, reasoning: bool) -> None:

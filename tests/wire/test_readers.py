@@ -136,6 +136,7 @@ def sdk_bodies() -> dict[str, list[bytes]]:
     return _by_provider(sent)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_every_body_the_skyl_client_sends_is_read(provider: str, skyl_bodies: dict[str, list[bytes]]) -> None:
     bodies = skyl_bodies[provider]
@@ -144,6 +145,7 @@ def test_every_body_the_skyl_client_sends_is_read(provider: str, skyl_bodies: di
     assert not refused, f"{len(refused)} of {len(bodies)} refused, first: {refused[0][:400]!r}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_every_body_the_official_sdk_sends_is_read(provider: str, sdk_bodies: dict[str, list[bytes]]) -> None:
     bodies = sdk_bodies[provider]
@@ -168,6 +170,7 @@ def test_the_quickstart_body_is_read(provider: str) -> None:
 # -- every other body: read, or refused in the provider's words --------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_each_mutation_of_a_valid_body_is_read_or_refused_with_the_provider_s_error(
     provider: str, skyl_bodies: dict[str, list[bytes]]
@@ -194,6 +197,7 @@ _JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -364,18 +368,21 @@ def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chat_bodies())
 def test_drawn_chat_bodies_are_read_or_refused_with_the_provider_s_error(data: dict[str, Any]) -> None:
     accepted("openai", json.dumps(data).encode())
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(responses_bodies())
 def test_drawn_responses_bodies_are_read_or_refused_with_the_provider_s_error(data: dict[str, Any]) -> None:
     accepted("openai-responses", json.dumps(data).encode())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("bodies", "provider"), [(chat_bodies, "openai"), (responses_bodies, "openai-responses")])
 def test_the_drawn_bodies_are_often_valid(bodies: Any, provider: str) -> None:
     """The drawn tests above try the reader's acceptance as well as its errors: many bodies are valid."""
@@ -427,6 +434,7 @@ def _recorded_continuations() -> list[tuple[dict[str, Any], Walked]]:
     return seen
 
 
+@pytest.mark.slow
 def test_a_continuation_s_mutants_never_change_the_chain_they_go_on_from() -> None:
     """A stored chain's walk is shared by every continuation of it: reading one, valid or not, leaves
     the chain as it was."""
