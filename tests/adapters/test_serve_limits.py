@@ -24,14 +24,14 @@ import pytest
 import uvicorn
 
 import sandbox
-from sandbox.adapters.server import QuietLog
+from sandbox.adapters._serve import QuietLog
 from tests.reliability.test_server import ROOT, _free_port, _wait_until_up
 
 resource = pytest.importorskip("resource")
 
 _SERVE = (
     "import sys, sandbox; sandbox.serve(sandbox.Engine(), host='127.0.0.1', port=int(sys.argv[1]), "
-    "head_timeout=1.0, body_timeout=1.0, log_level='info')"
+    "keep_alive=1.0, body_timeout=1.0, log_level='info')"
 )
 DEADLINE = 30.0
 """Generous: each limit acts within about a second; a busy machine may take many times that."""
