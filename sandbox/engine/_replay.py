@@ -74,7 +74,7 @@ class _SentCalls:
         self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
     ) -> tuple[list[ToolCall], int]:
         """The calls for an answer (copies: the answer's own) and the output tokens they count (the
-        README's "Usage figures")."""
+        docs/agents/scenarios.md, "Usage figures")."""
         _, calls, tokens = self._made(wire, scenario, script_index, step_number)
         copies = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
         for call in calls:
@@ -134,7 +134,7 @@ def render_turn(
     reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
     parts: list[Part] = [*reasoning, wire_text(text), *calls] if text else [*reasoning, *calls]
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
-    # The README's "Usage figures": 4 characters a token, thinking included in the output.
+    # docs/agents/scenarios.md, "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
     output_tokens = 1 + len(text) // 4 + call_tokens + thinking
     return assembled(

@@ -78,7 +78,7 @@ def test_two_senders_of_the_same_stored_response_each_continue_their_own() -> No
 
 
 def test_a_fresh_engine_issues_the_same_ids_for_the_same_requests_in_the_same_order() -> None:
-    """The determinism promise (README): ids carry the engine's number for each request."""
+    """The determinism promise (docs/agents/scenarios.md): ids carry the engine's number for each request."""
 
     def run() -> list[str]:
         engine = sandbox.Engine()
