@@ -194,9 +194,6 @@ class Message:
         """All text parts joined: what a person would read."""
         return "".join(part.text for part in self.content if isinstance(part, Text))
 
-    # Loops rather than comprehensions: Python 3.11 makes a function of each comprehension it runs, and
-    # these run on every message of every request the sandbox answers.
-
     def tool_calls(self) -> list[ToolCall]:
         """The calls in this turn, in the order the model made them."""
         calls: list[ToolCall] = []
@@ -335,7 +332,7 @@ _T = TypeVar("_T")
 def assembled(cls: type[_T], **fields: Any) -> _T:
     """`cls(**fields)` for a frozen dataclass without `__post_init__`, given every one of its fields:
     the same object, without the frozen `__init__`'s `object.__setattr__` per field. For the objects
-    every answer builds (its `Conversation`, `ModelTurn`, `Exchange`), a few microseconds each."""
+    every answer builds (its `Conversation`, `ModelTurn`, `Exchange`)."""
     made = _new(cls)
     made.__dict__.update(fields)
     return made
@@ -343,10 +340,8 @@ def assembled(cls: type[_T], **fields: Any) -> _T:
 
 def wire_text(text: str) -> Text:
     """A `Text` a wire format or the script engine built from text it has checked: the same object as
-    `Text(text)`, without the frozen dataclass's per-field `object.__setattr__` (this and the three
-    below are on the path of every request the sandbox answers; a history's parts cost half as much).
-    Each field is stored in the instance's dict in turn: a `dict.update` of keywords builds a dict
-    of them first, a third of the part's cost."""
+    `Text(text)`, made without the frozen dataclass's `__init__`, as every part of every request the
+    sandbox answers is made here or by the three below. The caller vouches for the field's type."""
     part = _new(Text)
     fields = part.__dict__
     fields["text"] = text
