@@ -1,4 +1,4 @@
-"""OpenAI's Conversations API (issue 22): what Responses clients use of it, kept as state with the
+"""OpenAI's Conversations API: what Responses clients use of it, kept as state with the
 same bounds and per-sender rules as threads and stored responses. Before, every conversation id got
 "Conversation with id '...' not found." and `/v1/conversations` a 404."""
 

@@ -1,4 +1,4 @@
-"""The repeat guard tells a runaway from a rerun (issue 18).
+"""The repeat guard tells a runaway from a rerun.
 
 A runaway resends a request without its conversation ever moving on; a test suite, a soak or a
 benchmark runs one complete loop again and again through one client. Before, the guard counted

@@ -32,7 +32,7 @@ __all__ = ["Replayed", "Resume", "Snapshot", "snapshot_size"]
 
 SNAPSHOT_BYTES_PER_MESSAGE = 900
 """Memory a snapshot is counted per neutral message beyond its text: the message, its parts, its
-walk's turn and path (bench/_kept.py checks the count against the process's memory)."""
+walk's turn and path (the `kept` rows of bench/ measure the process's memory against it)."""
 SNAPSHOT_BYTES_PER_BYTE = 2
 """And per byte of the JSON the chain's items came from (the text, as `str`)."""
 SNAPSHOT_BYTES_PER_ID = 400
