@@ -23,7 +23,7 @@ def caller_key() -> str:
     sending the same first request are 64 callers, while a loop resending one request is one.
     """
     # Asked first without raising: `current_task()` raises outside a loop, the common case of a sync
-    # client, and an exception costs more than the rest of this function.
+    # client.
     loop = asyncio._get_running_loop()
     task = asyncio.current_task(loop) if loop is not None else None
     thread = f"thread:{threading.get_ident()}"

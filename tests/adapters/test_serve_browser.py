@@ -22,6 +22,8 @@ import sandbox
 from sandbox.adapters.server import background
 from tests.room.test_browser import ARGS, CHROMIUM
 
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
 PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>learner's page</title></head>
 <body style="font: 16px sans-serif"><h1>A learner's page calling the sandbox</h1>
 <pre id="out" style="white-space: pre-wrap">...</pre></body></html>"""

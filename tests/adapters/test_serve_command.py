@@ -86,6 +86,7 @@ def test_serve_budget_option_stops_a_runaway(served: tuple[str, subprocess.Popen
     assert "this exact request has arrived 5 times" in message and "over the budget of 3" in message
 
 
+@pytest.mark.slow
 def test_serve_repeat_guard_never_refuses_people_behind_one_address(served: tuple[str, subprocess.Popen[str]]) -> None:
     """Sixty learners behind one NAT address send the same correct first request: all answered."""
     base, _ = served

@@ -83,11 +83,13 @@ def _read_all(sock: socket.socket) -> bytes:
     raise AssertionError(f"the server kept the connection open past {DEADLINE} s; got {data[:200]!r}")
 
 
+@pytest.mark.slow
 def test_an_idle_connection_is_closed(served: tuple[int, IO[bytes]]) -> None:
     with _connect(served[0]) as sock:
         assert _read_all(sock) == b""
 
 
+@pytest.mark.slow
 def test_a_head_sent_a_byte_at_a_time_is_cut_off(served: tuple[int, IO[bytes]]) -> None:
     head = b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n" + b"x-slow: " + b"a" * 400
     with _connect(served[0]) as sock:
@@ -102,6 +104,7 @@ def test_a_head_sent_a_byte_at_a_time_is_cut_off(served: tuple[int, IO[bytes]]) 
         assert closed or _read_all(sock) == b""
 
 
+@pytest.mark.slow
 def test_a_body_sent_a_byte_at_a_time_gets_a_408(served: tuple[int, IO[bytes]]) -> None:
     with _connect(served[0]) as sock:
         sock.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{")

@@ -105,6 +105,7 @@ def drain(sock: socket.socket) -> tuple[int, bool]:
     return total, False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's RSS from /proc")
 def test_answers_nobody_reads_are_dropped_and_their_memory_freed() -> None:
     """Five readers that never read a ~20 MB streamed answer each: every answer is cut once it stops
@@ -145,6 +146,7 @@ def _log_text(log: IO[bytes]) -> str:
     return log.read().decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_sigterm_with_a_stalled_reader_exits_0_within_the_grace_and_says_what_was_cut() -> None:
     with serving(write_timeout=60.0) as (port, process, log):
         sock = stalled_reader(port, big_stream_request())
@@ -167,6 +169,7 @@ def test_sigterm_with_a_stalled_reader_exits_0_within_the_grace_and_says_what_wa
     assert "Traceback" not in text
 
 
+@pytest.mark.slow
 def test_sigterm_lets_an_answer_in_flight_finish() -> None:
     with serving() as (port, process, log):
         with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as sock:
@@ -181,6 +184,7 @@ def test_sigterm_lets_an_answer_in_flight_finish() -> None:
     assert answer.startswith(b"HTTP/1.1 200") and b"connection: close" in answer
 
 
+@pytest.mark.slow
 def test_a_413_is_read_by_clients_still_sending_their_bodies() -> None:
     """Eight clients at once send 8 MiB each (twice the limit), half of them chunked, with
     http.client, which stops at the first failed send: every one reads the 413, none a reset."""

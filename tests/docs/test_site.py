@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -23,6 +25,7 @@ def _offline() -> list[str]:
     return [unshare, "-rn"] if probe.returncode == 0 else []
 
 
+@pytest.mark.slow
 def test_the_docs_build_strictly_and_offline(tmp_path: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]
