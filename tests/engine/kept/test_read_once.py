@@ -13,6 +13,8 @@ import sandbox.engine.kept as kept
 from sandbox import Engine
 from tests.wire.test_responses_memo import _TOOL, RESPONSES
 
+pytestmark = pytest.mark.usefixtures("kept_store")  # each test once per backend (tests/stores.py)
+
 
 def _body(**extra: Any) -> bytes:
     return json.dumps({"model": "single_call", "input": "Weather in Paris?", "tools": [_TOOL], **extra}).encode()
