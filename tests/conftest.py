@@ -141,10 +141,23 @@ def kept_store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pyte
         with redis.Redis.from_url(url) as client:
             client.flushdb()
     if url != "memory":
-        opened = kept.open_store
+        opened = kept_package.open_store
 
         def open_shared(given: str, max_entries: int, max_bytes: int) -> kept.Store:
             return opened(url if given == "memory" else given, max_entries, max_bytes)
 
         monkeypatch.setattr(kept_package, "open_store", open_shared)
     yield url
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store that several engines and processes share, of each kind: its URL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'kept.db'}"
+    url: str = request.getfixturevalue("redis_url")
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()
+    return url

@@ -22,7 +22,7 @@ from ._catalogue import catalogue
 from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, store_unavailable, too_large, unknown_scenario
-from ._repeats import Digested, RepeatGuard, history_keys, repeat_error
+from ._repeats import Digested, Repeats, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
@@ -83,7 +83,7 @@ class Engine:
         self.kept = KeptState(kept, int(kept_mib * 1024 * 1024), store)
         """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
         keeps, for the clients of providers that keep it (see `_kept`)."""
-        self._repeats = RepeatGuard()
+        self._repeats: Repeats = self.kept.store.repeats()
         self._answers = self.kept.store.numbers()
         """Numbers every request this engine answers: the ids an answer issues for itself carry it. A
         shared store hands them out, so no two engines sharing it issue the same id."""
@@ -290,7 +290,8 @@ class Engine:
             position = replay(wire, scenario, conversation)
             done = None
         scope = f"{path}\0{scenario.name}"
-        history, continued = history_keys(scope, conversation.messages, done.digested if done is not None else None)
+        resumed = done.digested if done is not None else None
+        history, continued = history_keys(scope, conversation.messages, resumed, self._repeats.digest)
         if resume is not None:
             digested = Digested(scope, len(conversation.messages), history, continued)
             resume.out = Replayed(key, len(conversation.messages), position, digested, turns)

@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 
+from .._repeats import RepeatGuard, Repeats
 from ._store import ENTRY_OVERHEAD, REMEMBER_EVICTED, Claim, Entry, Store
 
 __all__ = ["SNAPSHOT_SHARE", "MemoryStore"]
@@ -50,6 +51,9 @@ class MemoryStore(Store):
 
     def numbers(self) -> Iterator[int]:
         return itertools.count(1)
+
+    def repeats(self) -> Repeats:
+        return RepeatGuard()
 
     @property
     def held(self) -> int:

@@ -10,10 +10,14 @@ objects: this backend keeps none, so a continuation walks its chain's history wh
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from ..._exceptions import UsageError
+from .._repeats import REPEAT_WINDOW, Repeats
 from ._store import ENTRY_OVERHEAD, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
 
 __all__ = ["RedisStore"]
@@ -21,6 +25,8 @@ __all__ = ["RedisStore"]
 TIMEOUT_SECONDS = 2.0
 """How long a call waits for Redis (to connect, and for an answer) before the request gets a 503."""
 PREFIX = "sandbox:kept:"
+MOVED_SECONDS = 600
+"""How long the repeat guard remembers that a conversation moved on (forgetting only restarts a count)."""
 
 # Lua shared by the scripts: key names, and forgetting an entry. KEYS are never passed: every key is
 # the prefix (ARGV[1]) and a name, so one script serves any database.
@@ -125,6 +131,23 @@ end
 make_room(tonumber(ARGV[11]), tonumber(ARGV[12]))
 return 1
 """
+# ARGV: prefix, remembered, history
+_MOVED_ON = """
+redis.call('SET', p .. 'm:' .. ARGV[3], redis.call('INCR', p .. 'moved'), 'EX', ARGV[4])
+"""
+# ARGV: prefix, remembered, sender, history, now, window -> the count
+_COUNT = """
+local moved = redis.call('GET', p .. 'm:' .. ARGV[4]) or '0'
+local key = p .. 's:' .. ARGV[3] .. ':' .. ARGV[4]
+local row = redis.call('HMGET', key, 'count', 'last', 'mark')
+local count = 1
+if row[1] and tonumber(ARGV[5]) - tonumber(row[2]) <= tonumber(ARGV[6]) and row[3] == moved then
+    count = tonumber(row[1]) + 1
+end
+redis.call('HSET', key, 'count', count, 'last', ARGV[5], 'mark', moved)
+redis.call('PEXPIRE', key, math.ceil(tonumber(ARGV[6]) * 1000) + 1000)
+return count
+"""
 # ARGV: prefix, remembered, key, owner -> 1 or 0
 _REMOVE = """
 if redis.call('HGET', e(ARGV[3]), 'owner') ~= ARGV[4] then return 0 end
@@ -156,6 +179,10 @@ class RedisStore(Store):
                 f"store={url!r}: {exc}. Write redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0."
             ) from None
         self._errors: tuple[type[Exception], ...] = (redis.RedisError,)
+        self._key: bytes | None = None
+        """The history keys' digest key, shared by every process of the store (read at first use)."""
+        self._process = secrets.token_hex(8)
+        """Tells this process's senders (a connection, a thread) from another's of the same name."""
         self._scripts = {
             name: self._redis.register_script(_COMMON + body)
             for name, body in (
@@ -164,6 +191,8 @@ class RedisStore(Store):
                 ("put", _PUT),
                 ("update", _UPDATE),
                 ("remove", _REMOVE),
+                ("moved_on", _MOVED_ON),
+                ("count", _COUNT),
             )
         }
 
@@ -186,6 +215,26 @@ class RedisStore(Store):
                 f"sandbox: the kept-state store {self.url} did not answer ({type(exc).__name__}: {exc}). "
                 "Retry the request; if it goes on, start the Redis server or check the address in `--store`."
             ) from None
+
+    # -- the repeat guard's view (`_repeats.Repeats`) ----------------------------------------------
+
+    def repeats(self) -> Repeats:
+        return self
+
+    def digest(self, value: object) -> int:
+        if self._key is None:
+            self._call("set", PREFIX + "secret", secrets.token_hex(16), None, None, True)  # NX: the first one
+            self._key = bytes.fromhex(self._call("get", PREFIX + "secret").decode())
+        text = repr(value).encode("utf-8", "surrogatepass")
+        return int.from_bytes(hashlib.blake2b(text, digest_size=8, key=self._key).digest(), "big", signed=True)
+
+    def moved_on(self, history: int) -> None:
+        self._run("moved_on", history, MOVED_SECONDS)
+
+    def count(self, sender: str, history: int) -> int:
+        return int(self._run("count", f"{self._process}/{sender}", history, repr(time.time()), repr(REPEAT_WINDOW)))
+
+    # -- kept state ---------------------------------------------------------------------------------
 
     def __len__(self) -> int:
         return int(self._call("zcard", PREFIX + "lru"))

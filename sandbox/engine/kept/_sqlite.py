@@ -10,13 +10,17 @@ in-process objects: this backend keeps none, so a continuation walks its chain's
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..._exceptions import UsageError
+from .._repeats import REPEAT_WINDOW, Repeats
 from ._store import ENTRY_OVERHEAD, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
 
 __all__ = ["SQLiteStore"]
@@ -34,8 +38,18 @@ CREATE INDEX IF NOT EXISTS entries_used ON entries (used);
 CREATE TABLE IF NOT EXISTS evicted (key TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS evicted_seq ON evicted (seq);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO counters VALUES ('used', 0), ('count', 0), ('bytes', 0), ('evictions', 0), ('answers', 1);
+INSERT OR IGNORE INTO counters VALUES ('used', 0), ('count', 0), ('bytes', 0), ('evictions', 0), ('answers', 1),
+    ('moved', 0);
+CREATE TABLE IF NOT EXISTS seen (
+    sender TEXT NOT NULL, history INTEGER NOT NULL, count INTEGER NOT NULL, last REAL NOT NULL, mark INTEGER NOT NULL,
+    PRIMARY KEY (sender, history)
+);
+CREATE INDEX IF NOT EXISTS seen_last ON seen (last);
+CREATE TABLE IF NOT EXISTS moved (history INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS moved_mark ON moved (mark);
 """
+REMEMBER_MOVED = 10_000
+"""Conversations whose moving on the repeat guard remembers, the latest kept."""
 _CHAIN = """
 WITH RECURSIVE chain (key, parent, depth) AS (
     SELECT key, parent, 0 FROM entries WHERE key = ?
@@ -53,16 +67,50 @@ class SQLiteStore(Store):
         self.path = Path(path)
         self.where = f"the SQLite file {self.path} (`--store sqlite:///{self.path}`), bounded"
         self._lock = threading.Lock()
+        self._process = secrets.token_hex(8)
+        """Tells this process's senders (a connection, a thread) from another's of the same name."""
         try:
             self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._db.execute("INSERT OR IGNORE INTO counters VALUES ('secret', ?)", (secrets.randbits(63),))
+            (secret,) = self._db.execute("SELECT value FROM counters WHERE name = 'secret'").fetchone()
         except sqlite3.Error as exc:
             raise UsageError(
                 f"store='sqlite:///{path}': SQLite cannot open that file ({exc}). Give a path in a folder that "
                 "exists and that this user may write, e.g. sqlite:///kept.db."
             ) from None
+        self._key = int(secret).to_bytes(8, "big")
+
+    # -- the repeat guard's view (`_repeats.Repeats`) ----------------------------------------------
+
+    def repeats(self) -> Repeats:
+        return self
+
+    def digest(self, value: object) -> int:
+        text = repr(value).encode("utf-8", "surrogatepass")
+        return int.from_bytes(hashlib.blake2b(text, digest_size=8, key=self._key).digest(), "big", signed=True)
+
+    def moved_on(self, history: int) -> None:
+        with self._tx() as db:
+            mark = self._add(db, "moved", 1)
+            db.execute("INSERT OR REPLACE INTO moved VALUES (?, ?)", (history, mark))
+            db.execute("DELETE FROM moved WHERE mark <= ?", (mark - REMEMBER_MOVED,))
+
+    def count(self, sender: str, history: int) -> int:
+        now, sender = time.time(), f"{self._process}/{sender}"
+        with self._tx() as db:
+            row = db.execute("SELECT mark FROM moved WHERE history = ?", (history,)).fetchone()
+            moved = row[0] if row is not None else 0
+            row = db.execute("SELECT count, last, mark FROM seen WHERE sender = ? AND history = ?", (sender, history))
+            seen = row.fetchone()
+            count = seen[0] + 1 if seen is not None and now - seen[1] <= REPEAT_WINDOW and seen[2] == moved else 1
+            db.execute("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?, ?)", (sender, history, count, now, moved))
+            db.execute("DELETE FROM seen WHERE last < ?", (now - REPEAT_WINDOW,))
+            return count
+
+    # -- kept state ---------------------------------------------------------------------------------
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -8,7 +8,9 @@ fragment's length plus a fixed overhead per entry; past either, the least recent
 forgotten first.
 
 Backends (`_open.open_store`): `memory` (this process: `_memory`), `sqlite:///PATH` (several processes on one
-machine, and a restart: `_sqlite`), `redis://HOST:PORT/DB` (several machines: `_redis`). Every
+machine, and a restart: `_sqlite`), `redis://HOST:PORT/DB` (several machines: `_redis`). A store also keeps the
+repeat guard's view (`Store.repeats`): a shared one in the store, with history keys digested the same
+way in every process that shares it (a key from the store), and its senders told apart by process. Every
 method is atomic in the store, whichever processes share it, so two continuations of one thread turn
 never both win. A store that cannot be reached raises `StoreUnavailable`, which the engine answers
 with a provider-shaped 503.
@@ -20,6 +22,8 @@ import abc
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from .._repeats import Repeats
 
 __all__ = [
     "ENTRY_OVERHEAD",
@@ -123,6 +127,10 @@ class Store(abc.ABC):
     def numbers(self) -> Iterator[int]:
         """Numbers for the engine's answers (their ids derive from them), never the same twice among all
         the engines that share the store, a restart included."""
+
+    @abc.abstractmethod
+    def repeats(self) -> Repeats:
+        """The repeat guard's view (`_repeats`), kept where this store keeps its entries."""
 
     @abc.abstractmethod
     def was_evicted(self, key: str) -> bool:

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox import UsageError
+from sandbox import UsageError, skyl
+from tests.conftest import lesson_loop, scenario_request, scripted_run
 from tests.engine.kept.test_senders import CREATE, _continue, _post, _responses_continue
 from tests.stores import redis_server
 
@@ -28,21 +29,8 @@ ASK = {
 }
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def shared(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh shared store's URL."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kept.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    import redis
-
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()
-    return url
-
-
-def test_a_stored_response_is_continued_on_another_engine_sharing_the_store(shared: str) -> None:
-    first, second = sandbox.Engine(store=shared), sandbox.Engine(store=shared)
+def test_a_stored_response_is_continued_on_another_engine_sharing_the_store(shared_store: str) -> None:
+    first, second = sandbox.Engine(store=shared_store), sandbox.Engine(store=shared_store)
     status, answer = _post(first, "/v1/responses", ASK)
     assert status == 200
     status, final = _post(second, "/v1/responses", _responses_continue(answer))
@@ -51,8 +39,8 @@ def test_a_stored_response_is_continued_on_another_engine_sharing_the_store(shar
     assert final["output"][-1]["type"] == "message"
 
 
-def test_a_thread_turn_continued_on_one_engine_is_refused_on_the_other(shared: str) -> None:
-    first, second = sandbox.Engine(store=shared), sandbox.Engine(store=shared)
+def test_a_thread_turn_continued_on_one_engine_is_refused_on_the_other(shared_store: str) -> None:
+    first, second = sandbox.Engine(store=shared_store), sandbox.Engine(store=shared_store)
     answer = _post(first, "/v1/messages", CREATE)[1]
     assert _post(first, "/v1/messages", _continue(answer))[0] == 200
     status, refused = _post(second, "/v1/messages", _continue(answer))
@@ -60,8 +48,8 @@ def test_a_thread_turn_continued_on_one_engine_is_refused_on_the_other(shared: s
     assert refused["error"]["details"]["error_code"] == "thread_already_continued"
 
 
-def test_a_conversation_made_on_one_engine_grows_on_another(shared: str) -> None:
-    first, second = sandbox.Engine(store=shared), sandbox.Engine(store=shared)
+def test_a_conversation_made_on_one_engine_grows_on_another(shared_store: str) -> None:
+    first, second = sandbox.Engine(store=shared_store), sandbox.Engine(store=shared_store)
     conversation = _post(first, "/v1/conversations", {"items": [{"role": "user", "content": "hi"}]})[1]
     status, answer = _post(second, "/v1/responses", {**ASK, "conversation": conversation["id"]})
     assert status == 200, answer
@@ -120,20 +108,20 @@ def _race(url: str, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_two_processes_continuing_one_thread_turn_exactly_one_wins(shared: str) -> None:
-    engine = sandbox.Engine(store=shared)
+def test_two_processes_continuing_one_thread_turn_exactly_one_wins(shared_store: str) -> None:
+    engine = sandbox.Engine(store=shared_store)
     for _ in range(3):
         answer = _post(engine, "/v1/messages", CREATE)[1]
-        outcomes = _race(shared, "/v1/messages", _continue(answer))
+        outcomes = _race(shared_store, "/v1/messages", _continue(answer))
         assert sorted(outcome["status"] for outcome in outcomes) == [200, 400], outcomes
         refused = next(outcome["body"] for outcome in outcomes if outcome["status"] == 400)
         assert refused["error"]["details"]["error_code"] in ("thread_continue_in_flight", "thread_already_continued")
 
 
 @pytest.mark.slow
-def test_a_response_stored_by_one_process_is_continued_by_two_others(shared: str) -> None:
-    answer = _post(sandbox.Engine(store=shared), "/v1/responses", ASK)[1]
-    outcomes = _race(shared, "/v1/responses", _responses_continue(answer))
+def test_a_response_stored_by_one_process_is_continued_by_two_others(shared_store: str) -> None:
+    answer = _post(sandbox.Engine(store=shared_store), "/v1/responses", ASK)[1]
+    outcomes = _race(shared_store, "/v1/responses", _responses_continue(answer))
     assert [outcome["status"] for outcome in outcomes] == [200, 200], outcomes
     assert outcomes[0]["body"]["id"] != outcomes[1]["body"]["id"]
 
@@ -173,3 +161,29 @@ def test_a_redis_restart_without_persistence_gets_the_providers_not_found(tmp_pa
 def test_a_store_url_the_sandbox_cannot_use_has_clear_error(url: str, expected: str) -> None:
     with pytest.raises(UsageError, match=expected):
         sandbox.Engine(store=url)
+
+
+def _recorded_run(name: str) -> list[bytes]:
+    recorded = sandbox.transport()
+    lesson_loop(skyl.Client("anthropic", transport=recorded), scenario_request(name), scripted_run(name))
+    return [exchange.request_body for exchange in recorded.journal]
+
+
+def test_complete_runs_whose_turns_land_on_two_engines_sharing_a_store_are_never_refused(shared_store: str) -> None:
+    """Two server processes behind one address: a run's first request on one, its continuations on the
+    other. The first sees the conversation move on through the store, so reruns stay reruns."""
+    first, *rest = _recorded_run("multi_step")
+    one, other = sandbox.Engine(store=shared_store), sandbox.Engine(store=shared_store)
+    statuses = set()
+    for _ in range(60):  # past the budget of 50
+        statuses.add(one.handle("POST", "/v1/messages", first, client="conn-1").status)
+        statuses |= {other.handle("POST", "/v1/messages", body, client="conn-2").status for body in rest}
+    assert statuses == {200}
+
+
+def test_a_runaway_is_refused_whichever_engine_sharing_the_store_counts_it(shared_store: str) -> None:
+    first = _recorded_run("multi_step")[0]
+    engines = [sandbox.Engine(store=shared_store, budget=5) for _ in range(2)]
+    statuses = [engines[0].handle("POST", "/v1/messages", first, client="conn-1").status for _ in range(6)]
+    assert statuses == [200] * 5 + [400]
+    assert engines[1].handle("POST", "/v1/messages", first, client="conn-1").status == 200  # another process's sender
