@@ -18,7 +18,7 @@ from typing import Any
 
 from ..._exceptions import UsageError
 from .._repeats import REPEAT_WINDOW, Repeats
-from ._store import ENTRY_OVERHEAD, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
+from ._store import ENTRY_OVERHEAD, HOLD_SECONDS, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
 
 __all__ = ["RedisStore"]
 
@@ -60,7 +60,7 @@ local function make_room(max_entries, max_bytes)
     end
 end
 """
-# ARGV: prefix, remembered, key, owner, once -> {reason} or {'ok', fields, prefix, items...}
+# ARGV: prefix, remembered, key, owner, once, now, hold seconds -> {reason} or {'ok', fields, prefix, items...}
 _CLAIM = """
 local key, owner, once = ARGV[3], ARGV[4], ARGV[5] == '1'
 local row = redis.call('HMGET', e(key), 'owner', 'fields', 'continued', 'in_flight')
@@ -69,7 +69,7 @@ if not row[1] or row[1] ~= owner then
     return {'missing'}
 end
 if once and row[3] == '1' then return {'continued'} end
-if once and row[4] == '1' then return {'in_flight'} end
+if once and tonumber(ARGV[6]) - tonumber(row[4]) < tonumber(ARGV[7]) then return {'in_flight'} end
 local chain = {}
 local current = key
 while current do
@@ -78,7 +78,7 @@ while current do
     current = redis.call('HGET', e(current), 'parent')
 end
 for i = #chain, 1, -1 do redis.call('ZADD', p .. 'lru', used(), chain[i]) end
-if once then redis.call('HSET', e(key), 'in_flight', '1') end
+if once then redis.call('HSET', e(key), 'in_flight', ARGV[6]) end
 local out = {'ok', row[2], redis.call('HGET', e(chain[1]), 'prefix')}
 for i = 1, #chain do table.insert(out, redis.call('HGET', e(chain[i]), 'items')) end
 return out
@@ -267,7 +267,7 @@ class RedisStore(Store):
             (),
             (row[b"prefix"],) if row[b"prefix"] else (),
             row[b"continued"] == b"1",
-            row[b"in_flight"] == b"1",
+            row[b"in_flight"] != b"0",
         )
 
     def view(self, key: str, owner: str) -> tuple[bytes, tuple[bytes, ...], int, object] | None:
@@ -277,7 +277,7 @@ class RedisStore(Store):
         return entry.items, (), entry.size - len(entry.fields) - ENTRY_OVERHEAD, None
 
     def claim(self, key: str, owner: str, *, once: bool) -> Claim | str:
-        out = self._run("claim", key, owner, int(once))
+        out = self._run("claim", key, owner, int(once), repr(time.time()), repr(HOLD_SECONDS))
         if out[0] != b"ok":
             return str(out[0].decode())
         return Claim(key, tuple(out[2:]), out[1])

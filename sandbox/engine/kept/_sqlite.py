@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..._exceptions import UsageError
 from .._repeats import REPEAT_WINDOW, Repeats
-from ._store import ENTRY_OVERHEAD, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
+from ._store import ENTRY_OVERHEAD, HOLD_SECONDS, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
 
 __all__ = ["SQLiteStore"]
 
@@ -31,7 +31,7 @@ BUSY_SECONDS = 5.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     key TEXT PRIMARY KEY, parent TEXT, owner TEXT NOT NULL, items BLOB NOT NULL, fields BLOB NOT NULL,
-    prefix BLOB NOT NULL, size INTEGER NOT NULL, continued INTEGER NOT NULL, in_flight INTEGER NOT NULL,
+    prefix BLOB NOT NULL, size INTEGER NOT NULL, continued INTEGER NOT NULL, in_flight REAL NOT NULL,
     used INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS entries_used ON entries (used);
@@ -193,7 +193,8 @@ class SQLiteStore(Store):
             _, fields, continued, in_flight = row
             if once and continued:
                 return "continued"
-            if once and in_flight:
+            now = time.time()
+            if once and now - in_flight < HOLD_SECONDS:  # 0: not held
                 return "in_flight"
             chain = db.execute(_CHAIN, (key,)).fetchall()
             if chain[0][1] is not None:  # the oldest found still names a parent: a link is gone
@@ -201,7 +202,7 @@ class SQLiteStore(Store):
             for link in reversed(chain):  # the whole chain is recently used, its start the most
                 db.execute("UPDATE entries SET used = ? WHERE key = ?", (self._add(db, "used", 1), link[0]))
             if once:
-                db.execute("UPDATE entries SET in_flight = 1 WHERE key = ?", (key,))
+                db.execute("UPDATE entries SET in_flight = ? WHERE key = ?", (now, key))
             history = (chain[0][3], *(link[2] for link in chain))
             return Claim(key, history, fields, None, tuple(link[0] for link in chain))
 

@@ -38,6 +38,9 @@ ENTRY_OVERHEAD = 240
 """Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id."""
 REMEMBER_EVICTED = 10_000
 """Evicted ids remembered, so a client that comes back is told why its state is gone."""
+HOLD_SECONDS = 60.0
+"""A shared store's hold on a thread turn (`Store.claim`, `once`) lasts at most this long: a process
+killed while answering the continuation never releases it, and the turn must not stay held forever."""
 
 
 class StoreUnavailable(Exception):

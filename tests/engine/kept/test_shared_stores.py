@@ -18,6 +18,7 @@ import pytest
 
 import sandbox
 from sandbox import UsageError, skyl
+from sandbox.wire import get_wire_format
 from tests.conftest import lesson_loop, scenario_request, scripted_run
 from tests.engine.kept.test_senders import CREATE, _continue, _post, _responses_continue
 from tests.stores import redis_server
@@ -187,3 +188,39 @@ def test_a_runaway_is_refused_whichever_engine_sharing_the_store_counts_it(share
     statuses = [engines[0].handle("POST", "/v1/messages", first, client="conn-1").status for _ in range(6)]
     assert statuses == [200] * 5 + [400]
     assert engines[1].handle("POST", "/v1/messages", first, client="conn-1").status == 200  # another process's sender
+
+
+def test_a_thread_turn_held_by_a_process_that_died_is_given_back_after_the_hold(
+    shared_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process killed while answering a continuation never releases the turn it holds: the others
+    refuse it as in flight only for `HOLD_SECONDS`, then continue it."""
+    engine = sandbox.Engine(store=shared_store)
+    answer = _post(engine, "/v1/messages", CREATE)[1]
+    body = json.dumps(_continue(answer)).encode()
+    engine.kept.expand(get_wire_format("anthropic"), body)  # taken, never answered: its process died
+    status, refused = _post(sandbox.Engine(store=shared_store), "/v1/messages", _continue(answer))
+    assert (status, refused["error"]["details"]["error_code"]) == (400, "thread_continue_in_flight")
+    backend = "_sqlite" if shared_store.startswith("sqlite") else "_redis"
+    monkeypatch.setattr(f"sandbox.engine.kept.{backend}.HOLD_SECONDS", 0.0)
+    assert _post(sandbox.Engine(store=shared_store), "/v1/messages", _continue(answer))[0] == 200
+
+
+@pytest.mark.slow
+def test_a_sqlite_store_held_too_long_by_another_process_answers_503(tmp_path: Path) -> None:
+    """Never a hang: past SQLite's busy timeout the request gets a 503 that says what to do."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    engine = sandbox.Engine(store=url)
+    holder = sqlite3.connect(tmp_path / "kept.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        exchange = engine.handle("POST", "/v1/responses", json.dumps(ASK).encode())
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert exchange.status == 503
+    message = json.loads(exchange.body)["error"]["message"]
+    assert message.startswith(f"sandbox: the kept-state store {tmp_path / 'kept.db'} did not answer")
+    assert "retry the request" in message
