@@ -30,7 +30,7 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    """`sandbox serve`'s own HTTP protocol in a thread, on a free loopback port: its base URL."""
+    """`sandbox serve`'s server in a thread, on a free loopback port: its base URL."""
     with serving(sandbox.Engine()) as base:
         yield base
 

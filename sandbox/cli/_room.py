@@ -1,7 +1,7 @@
 """`sandbox room` (and `sandbox serve --room`): the sandbox server with the workshop room mounted beside it.
 
 May touch: the room's database file (`--room-db`, or a new temporary one), stdout for the banner,
-and the listening socket through `sandbox.adapters.server.serve`. The banner prints the instructor's URL (with
+and the listening socket through `sandbox.adapters._serve.serve`. The banner prints the instructor's URL (with
 the room's secret key) and the one line learners use to join.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import UsageError
-from ..adapters.server import serve
+from ..adapters._serve import serve
 from ..engine._engine import Engine
 from ..grading.judge._meta import find_root, load_challenges
 from ..grading.judge._room_graded import grade_run
@@ -85,7 +85,7 @@ def around_grade(args: argparse.Namespace, grade: Callable[[Observer | None], in
     return status
 
 
-def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], None]) -> int:
+def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[int], None]) -> int:
     if args.stuck_runs < 1 or args.stuck_minutes <= 0:
         raise UsageError("--stuck-runs takes a whole number from 1, --stuck-minutes a number above 0.")
     path: Path = args.room_db
@@ -98,10 +98,10 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
     store = Store(path)
     service = RoomService(store, titles=titles, stuck_runs=args.stuck_runs, stuck_minutes=args.stuck_minutes)
 
-    def ready() -> None:
-        banner()
+    def ready(port: int) -> None:
+        banner(port)
         host = args.host if args.host not in ("0.0.0.0", "::") else "THIS-MACHINE"
-        base = f"http://{host}:{args.port}"
+        base = f"http://{host}:{port}"
         room = f"{base}{PREFIX}"
         kept = "" if args.room_db else f" (a new room: start again with --room-db {path} to keep it)"
         print(f"\nWorkshop room, state in {path}{kept}")
@@ -114,6 +114,9 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
             print("  Only this machine can reach it: for a room of laptops, start it with --host 0.0.0.0.")
         sys.stdout.flush()
 
+    def stop() -> None:
+        service.closing = True  # the instructor's open page streams end within a second, not at the grace's end
+
     try:
         serve(
             engine,
@@ -122,6 +125,7 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
             cors_origins=args.cors_origin,
             ready=ready,
             wrap=lambda app: RoomApp(app, service),
+            on_stop=stop,
         )
     finally:
         service.closing = True

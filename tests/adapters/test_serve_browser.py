@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox.adapters.server import background
+from tests.loopback import serving
 from tests.room.test_browser import ARGS, CHROMIUM
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -98,7 +98,7 @@ def browser() -> Iterator[Any]:
 def test_a_web_page_on_another_origin_calls_the_sandbox_as_it_would_the_real_apis(
     browser: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    with background(sandbox.Engine()) as base, page_server() as origin:
+    with serving(sandbox.Engine()) as base, page_server() as origin:
         context = browser.new_context(viewport={"width": 1100, "height": 900})
         try:
             page = context.new_page()

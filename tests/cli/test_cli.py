@@ -244,10 +244,10 @@ def test_serve_builds_the_engine_from_its_options(
     served: dict[str, Any] = {}
 
     def fake_serve(
-        engine: sandbox.Engine, *, host: str, port: int, cors_origins: Any, ready: Callable[[], None]
+        engine: sandbox.Engine, *, host: str, port: int, cors_origins: Any, ready: Callable[[int], None]
     ) -> None:
         served.update(engine=engine, host=host, port=port, cors_origins=cors_origins)
-        ready()  # the port is bound: the banner follows
+        ready(port)  # the port is bound: the banner follows
 
     monkeypatch.setattr(sandbox.cli._main, "serve", fake_serve)
     assert main(["serve", "--port", "9001", "--scenario", "runaway", "--budget", "7"]) == 0
