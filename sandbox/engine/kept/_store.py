@@ -7,13 +7,13 @@ history is the chain's fragments joined, never parsed. The bounds count entries,
 fragment's length plus a fixed overhead per entry; past either, the least recently used entries are
 forgotten first.
 
-Backends (`_open.open_store`): `memory` (this process: `_memory`), `sqlite:///PATH` (several processes on one
-machine, and a restart: `_sqlite`), `redis://HOST:PORT/DB` (several machines: `_redis`). A store also keeps the
-repeat guard's view (`Store.repeats`): a shared one in the store, with history keys digested the same
-way in every process that shares it (a key from the store), and its senders told apart by process. Every
-method is atomic in the store, whichever processes share it, so two continuations of one thread turn
-never both win. A store that cannot be reached raises `StoreUnavailable`, which the engine answers
-with a provider-shaped 503.
+Backends (`_open.open_store`): `memory` (this process: `_memory`), `sqlite:///PATH` (several
+processes on one machine, and a restart: `_sqlite`), `redis://HOST:PORT/DB` (several machines:
+`_redis`). Every method is atomic in the store, whichever processes share it, so two continuations
+of one thread turn never both win. A store also keeps the repeat guard's view (`Store.repeats`): a
+shared one in the store, its history keys digested alike in every process (with a key the store
+holds), its senders told apart by process. A store that cannot be reached raises
+`StoreUnavailable`, which the engine answers with a provider-shaped 503.
 """
 
 from __future__ import annotations
