@@ -40,6 +40,8 @@ class Exchange:
     """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
     delivery: Delivery | None = field(default=None, repr=False)
     """How a door must send the chunks (latency, a cut connection); None: all at once."""
+    tolerated: tuple[str, ...] = ()
+    """What the answer let pass that the strict echo mode refuses (also sent as `x-sandbox-tolerated`)."""
 
     @property
     def delivers_turn(self) -> bool:
@@ -92,6 +94,7 @@ def answered_exchange(
     turn: ModelTurn,
     fault: Fault | None,
     delivery: Delivery | None,
+    tolerated: tuple[str, ...] = (),
 ) -> Exchange:
     """The exchange of a 200 the engine answered: `Exchange(...)` with these fields and no error,
     without the frozen `__init__`'s `object.__setattr__` per field or a dict of keywords copied into
@@ -116,6 +119,7 @@ def answered_exchange(
             "error": None,
             "fault": fault,
             "delivery": delivery,
+            "tolerated": tolerated,
         },
     )
     return made
