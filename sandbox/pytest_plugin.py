@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ._exceptions import ScenarioError
+from ._exceptions import ScenarioError, UsageError
 from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
 from .grading.boundary._runner import WorkerError
@@ -202,18 +202,18 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
     options = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
         options.setdefault("scenario", marker.args[0])
-    unknown = sorted(set(options) - {"scenario", "budget", "faults"})
+    unknown = sorted(set(options) - {"scenario", "budget", "faults", "echo"})
     if unknown:
         pytest.fail(
-            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario=, budget= "
-            "and faults=.",
+            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario=, budget=, "
+            "faults= and echo=.",
             pytrace=False,
         )
     from .adapters._mock import mock  # respx, loaded only by the tests that mount the sandbox
 
     try:
         mounted = mock(**options)
-    except ScenarioError as error:
+    except (ScenarioError, UsageError) as error:
         pytest.fail(f"@pytest.mark.sandbox: {error}", pytrace=False)
     with mounted:
         yield mounted

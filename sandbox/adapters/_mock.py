@@ -26,7 +26,7 @@ import httpx
 import respx
 
 from .._exceptions import UsageError
-from ..engine._engine import DEFAULT_BUDGET, Engine, Exchange
+from ..engine._engine import DEFAULT_BUDGET, Echo, Engine, Exchange
 from ..engine._scenario import Scenario
 from ..engine.faults import Fault
 from ..wire import Rule, get_wire_format, route
@@ -234,11 +234,12 @@ def mock(
     budget: int = DEFAULT_BUDGET,
     scenarios: Mapping[str, Scenario] | None = None,
     faults: Sequence[Fault] | str | None = None,
+    echo: Echo = "faithful",
 ) -> SandboxMock:
     """Mount the sandbox on api.openai.com, api.anthropic.com and generativelanguage.googleapis.com.
 
     Without `scenario`, each request's model field names the scenario. Mounts may nest and overlap
     across threads and tasks: each request goes to the mount active in its own context. `faults`
-    play on every conversation, as in `transport(faults=...)`.
+    play on every conversation, and `echo` is as in `transport(echo=...)`.
     """
-    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults))
+    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults, echo=echo))

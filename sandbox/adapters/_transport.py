@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from ..engine._engine import DEFAULT_BUDGET, Engine, Exchange, caller_key
+from ..engine._engine import DEFAULT_BUDGET, Echo, Engine, Exchange, caller_key
 from ..engine._scenario import Scenario
 from ..engine.faults import Delivery, Fault
 from ..engine.faults._delivery import async_frames, sync_frames
@@ -196,14 +196,17 @@ def _engine(
     budget: int,
     scenarios: Mapping[str, Scenario] | None,
     faults: Faults = None,
+    echo: Echo = "faithful",
 ) -> Engine:
     if engine is not None:
-        if faults:
+        if faults or echo != "faithful":
             from .._exceptions import UsageError
 
-            raise UsageError("Pass faults= to the Engine you hand over (Engine(faults=...)), not beside engine=.")
+            raise UsageError(
+                "Pass faults= and echo= to the Engine you hand over (Engine(faults=..., echo=...)), not beside engine=."
+            )
         return engine
-    return Engine(scenario, scenarios=scenarios, budget=budget, faults=faults)
+    return Engine(scenario, scenarios=scenarios, budget=budget, faults=faults, echo=echo)
 
 
 def transport(
@@ -215,14 +218,18 @@ def transport(
     journal_size: int | None = DEFAULT_JOURNAL_SIZE,
     journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
     faults: Faults = None,
+    echo: Echo = "faithful",
 ) -> SandboxTransport:
     """An httpx transport for `skyl.Client(transport=...)` or any `httpx.Client`.
 
     Without `scenario`, each request's model field names the scenario. `.journal` keeps the newest
     `journal_size` exchanges and at most `journal_bytes` of their bodies (None: no bound). `faults`
     (`[sandbox.Fault("rate_limit", request=2)]` or `"rate_limit@2"`) play on every conversation.
+    `echo="strict"` also refuses what the real provider accepts but a loop should not send (see
+    `Engine`); by default the answer's `x-sandbox-tolerated` header says what was let pass.
     """
-    return SandboxTransport(_engine(scenario, engine, budget, scenarios, faults), journal_size, journal_bytes)
+    engine = _engine(scenario, engine, budget, scenarios, faults, echo)
+    return SandboxTransport(engine, journal_size, journal_bytes)
 
 
 def _httpx2() -> ModuleType:
@@ -286,6 +293,8 @@ def httpx2_transport(
     journal_size: int | None = DEFAULT_JOURNAL_SIZE,
     journal_bytes: int | None = DEFAULT_JOURNAL_BYTES,
     faults: Faults = None,
+    echo: Echo = "faithful",
 ) -> Httpx2Transport:
     """The same sandbox as `transport()`, for `httpx2.Client(transport=...)`."""
-    return Httpx2Transport(_engine(scenario, engine, budget, scenarios, faults), journal_size, journal_bytes)
+    engine = _engine(scenario, engine, budget, scenarios, faults, echo)
+    return Httpx2Transport(engine, journal_size, journal_bytes)

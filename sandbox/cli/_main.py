@@ -30,7 +30,7 @@ from ..adapters._asgi import cors_origins_of
 from ..adapters._serve import serve
 from ..adapters._transport import transport
 from ..engine import _catalogue
-from ..engine._engine import DEFAULT_BUDGET, Engine
+from ..engine._engine import DEFAULT_BUDGET, ECHO_MODES, Engine
 from ..engine.kept import DEFAULT_MAX_KEPT
 from ..grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
 from ..grading.judge._progress import Progress
@@ -132,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--scenarios", type=Path, default=None, metavar="DIR", help="also load DIR/*.toml")
         faults = "faults in every conversation, e.g. 'rate_limit@2,cut@3:after=2'"
         sub.add_argument("--faults", default=None, metavar="SPEC", help=faults)
+        echo = "faithful (default): answer what the real provider answers; strict: also refuse rebuilt turns"
+        sub.add_argument("--echo", choices=ECHO_MODES, default="faithful", help=echo)
         cors = "answer browsers from this origin only, e.g. http://localhost:3000 (repeatable; default: any)"
         sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
         sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
@@ -329,6 +331,7 @@ def _serve(args: argparse.Namespace) -> int:
         scenarios=scenarios,
         budget=args.budget,
         faults=args.faults,
+        echo=args.echo,
         kept=args.kept,
         kept_mib=args.kept_mib,
         store=args.store,
@@ -345,6 +348,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  The model name picks the scenario: {', '.join(sorted(engine.scenarios))}.")
         if engine.faults.faults:
             print(f"  Faults in every conversation: {', '.join(map(repr, engine.faults.faults))}.")
+        if engine.strict:
+            print("  Strict echo: rebuilt model turns and undeclared tools are refused, as the graders refuse them.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
         sys.stdout.flush()

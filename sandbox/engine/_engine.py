@@ -19,6 +19,7 @@ from .._exceptions import ScenarioError, UsageError
 from ..wire import Conversation, Rule, WireError, WireFormat, clouds, get_wire_format, route
 from ..wire.clouds import CloudRefusal, CloudRoute
 from ._catalogue import catalogue
+from ._count_tokens import COUNT_TOKENS, count_tokens
 from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, store_unavailable, too_large, unknown_scenario
@@ -26,11 +27,22 @@ from ._repeats import Digested, Repeats, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
+from ._tolerance import ECHO_MODES, TOLERATED, Echo, plays_serially, undeclared_answer
 from ._wrong_path import wrong_path
 from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
 from .kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume, StoreUnavailable
 
-__all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "ECHO_MODES",
+    "MAX_CALLS_PER_TURN",
+    "MAX_MESSAGES",
+    "Echo",
+    "Engine",
+    "Exchange",
+    "caller_key",
+    "owner_key",
+]
 
 DEFAULT_BUDGET = 50
 """Model requests one conversation may make before the sandbox stops it as a runaway."""
@@ -43,7 +55,8 @@ class Engine:
     `scenario` pins one scenario (a `Scenario` or a catalogue name); without it the request's model
     field names the scenario. `scenarios` adds scenarios to the catalogue by name. `store` names where
     kept state lives: `memory` (this engine alone), `sqlite:///PATH` or `redis://HOST:PORT/DB` (shared
-    with every engine, in any process, that names the same store).
+    with every engine, in any process, that names the same store). `echo` is `faithful` or
+    `strict` (see `ECHO_MODES`).
     """
 
     def __init__(
@@ -57,7 +70,15 @@ class Engine:
         kept: int = DEFAULT_MAX_KEPT,
         kept_mib: float = DEFAULT_MAX_KEPT_BYTES / (1024 * 1024),
         store: str = "memory",
+        echo: Echo = "faithful",
     ) -> None:
+        if echo not in ECHO_MODES:
+            raise UsageError(
+                f"echo={echo!r}: use 'faithful' (the default: answer what the real provider answers) or "
+                "'strict' (also refuse a rebuilt model turn or undeclared tools, as the graders do)."
+            )
+        self.echo: Echo = echo
+        self.strict = echo == "strict"
         if not isinstance(budget, int) or budget < 1:
             raise UsageError(f"budget={budget!r}: use a whole number of requests, at least 1.")
         if not isinstance(kept, int) or kept < 0:
@@ -126,6 +147,8 @@ class Engine:
         owner = owner_key(headers or {})
         if path == CONVERSATIONS or path.startswith(_CONVERSATIONS_UNDER):
             return self._conversations(method, path, body, query or "", owner, digest)
+        if path == COUNT_TOKENS and method.upper() == "POST":
+            return self._count_tokens(method, path, body, digest)
         cloud: CloudRoute | None = None
         if found is None and method.upper() == "POST":
             translated = clouds.translate(path, query or "", headers or {}, body)
@@ -191,6 +214,21 @@ class Engine:
             return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
         headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
         return Exchange(method, path, status, headers, (answer,), body, wire.name)
+
+    def _count_tokens(self, method: str, path: str, body: bytes, digest: str) -> Exchange:
+        """Anthropic's token count (`_count_tokens`), for a model that names a scenario."""
+        wire = get_wire_format("anthropic")
+        try:
+            if len(body) > self.max_body_bytes:
+                raise self._too_large(wire, len(body))
+            exchange, model = count_tokens(method, path, body, digest)
+            if self.pinned is None:
+                self._scenario_for(wire, model)
+        except WireError as error:
+            return error_exchange(method, path, body, wire, error, None, digest)
+        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+            return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
+        return exchange
 
     def runs_inline(self, path: str, body: bytes, inline_bytes: int) -> bool:
         """Whether an event-loop adapter may answer `body`, sent to `path`, on the loop: a small request
@@ -264,7 +302,9 @@ class Engine:
         """The answer to a parsed request, and its JSON object when it has one (a plain answer, a
         Responses stream: see `WireFormat.encode_stream_answer`)."""
         scenario = self.pinned or self._scenario_for(wire, conversation.model)
-        check_tools(wire, scenario, conversation)
+        if self.strict:
+            check_tools(wire, scenario, conversation)
+        serial = plays_serially(conversation)
         key: tuple[str, ...] = ()
         done: Replayed | None = None
         if resume is not None:
@@ -279,20 +319,24 @@ class Engine:
                 turns += 1
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise budget_error(wire, scenario, self.budget, turns)
+        strict = self.strict
         try:
-            position = replay(wire, scenario, conversation, None if done is None else (done.messages, done.position))
+            start = None if done is None else (done.messages, done.position)
+            position = replay(wire, scenario, conversation, start, strict=strict, serial=serial)
         except WireError:
             if resume is None or resume.full is None:
                 raise
             # walked the whole way, for the whole request's exact error
             conversation = dataclasses.replace(resume.full(), cloud=conversation.cloud)
             resume.parser = resume.full = None
-            position = replay(wire, scenario, conversation)
+            position = replay(wire, scenario, conversation, strict=strict, serial=serial)
             done = None
+        if not strict and scenario.steps[position.script_index].calls:
+            position = undeclared_answer(wire, scenario, conversation, position)
         scope = f"{path}\0{scenario.name}"
         resumed = done.digested if done is not None else None
         history, continued = history_keys(scope, conversation.messages, resumed, self._repeats.digest)
-        if resume is not None:
+        if resume is not None and not position.played:  # a step partly played is replayed whole
             digested = Digested(scope, len(conversation.messages), history, continued)
             resume.out = Replayed(key, len(conversation.messages), position, digested, turns)
         if continued is not None:
@@ -307,7 +351,7 @@ class Engine:
             plain_stream = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
             if applied is not None and (applied.fault.is_error or plain_stream):
                 raise fault_error(applied, wire.name, conversation.model, digest)
-        turn = render_turn(wire, scenario, position, conversation, len(body), digest)
+        turn = render_turn(wire, scenario, position, conversation, len(body), digest, serial=serial)
         response: Mapping[str, Any] | None = None
         if conversation.stream:
             frames, response = wire.encode_stream_answer(turn, conversation)
@@ -325,6 +369,8 @@ class Engine:
                 **wire.request_headers(digest),
                 **wire.answer_headers(digest, stream=False),
             }
+        if position.tolerated:
+            headers[TOLERATED] = "; ".join(position.tolerated).encode("ascii", "backslashreplace").decode("ascii")
         delivery = None
         if applied is not None:
             chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
@@ -341,6 +387,7 @@ class Engine:
             turn,
             applied.fault if applied is not None else None,
             delivery,
+            tuple(position.tolerated),
         )
         return exchange, response
 

@@ -40,6 +40,8 @@ class Exchange:
     """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
     delivery: Delivery | None = field(default=None, repr=False)
     """How an adapter must send the chunks (latency, a cut connection); None: all at once."""
+    tolerated: tuple[str, ...] = ()
+    """What the answer let pass that the strict echo mode refuses (also sent as `x-sandbox-tolerated`)."""
 
     @property
     def delivers_turn(self) -> bool:
@@ -90,6 +92,7 @@ def answered_exchange(
     turn: ModelTurn,
     fault: Fault | None,
     delivery: Delivery | None,
+    tolerated: tuple[str, ...] = (),
 ) -> Exchange:
     """The exchange of a 200 the engine answered: `Exchange(...)` with these fields and no error, made
     without the frozen `__init__`, since every answer makes one: its fields are one dict that the
@@ -113,6 +116,7 @@ def answered_exchange(
             "error": None,
             "fault": fault,
             "delivery": delivery,
+            "tolerated": tolerated,
         },
     )
     return made

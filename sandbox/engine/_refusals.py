@@ -12,16 +12,18 @@ import operator
 import urllib.parse
 
 from ..wire import Conversation, Rule, WireError, WireFormat
-from ._scenario import Scenario
+from ._scenario import Scenario, Step
 
 __all__ = [
     "budget_error",
     "check_tools",
     "gemini_alt",
     "internal",
+    "missing_tools",
     "printable",
     "store_unavailable",
     "too_large",
+    "undeclared",
     "unknown_scenario",
 ]
 
@@ -103,14 +105,18 @@ _NAME = operator.attrgetter("name")
 
 
 def check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation) -> None:
-    """Refuse a request that does not declare every tool the scenario calls."""
+    """Refuse a request that does not declare every tool the scenario calls: the strict echo mode's
+    check (a real provider answers such a request in text)."""
     called = scenario.called
     if not called:
         return
     if called.issubset(map(_NAME, conversation.tools)):
         return
-    needed = sorted(called.difference(map(_NAME, conversation.tools)))
-    raise wire.error(
+    raise missing_tools(wire, scenario, sorted(called.difference(map(_NAME, conversation.tools))))
+
+
+def missing_tools(wire: WireFormat, scenario: Scenario, needed: list[str]) -> WireError:
+    return wire.error(
         400,
         f"sandbox: scenario {scenario.name!r} calls {', '.join(needed)}, but the request does not "
         "declare those tools, so a real model could not call them. Send the scenario's tools "
@@ -119,3 +125,9 @@ def check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation
         param="tools",
         code="sandbox_missing_tool",
     )
+
+
+def undeclared(step: Step, conversation: Conversation) -> list[str]:
+    """The tools `step` calls that the request does not declare, in call order, each once."""
+    declared = set(map(_NAME, conversation.tools))
+    return list(dict.fromkeys(call.name for call in step.calls if call.name not in declared))

@@ -29,6 +29,11 @@ class Position:
     script_index: int = 0
     results: list[str] = field(default_factory=list)
     last: list[str] = field(default_factory=list)
+    tolerated: list[str] = field(default_factory=list)
+    """What the replay let pass that the strict echo check refuses (`Echo`), one phrase each."""
+    played: int = 0
+    """Calls of the step already played one per turn (`parallel_tool_calls: false`): the next turn
+    plays the call after them."""
 
 
 def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
@@ -112,13 +117,19 @@ def render_turn(
     conversation: Conversation,
     body_size: int,
     request_digest: str = "",
+    *,
+    serial: bool = False,
 ) -> ModelTurn:
+    """The turn at `position`. `serial`: one call of the step (the next one) rather than all of them."""
     step = scenario.steps[position.script_index]
     # A final answer makes no calls, and most scenarios do not reason: neither is asked for then.
     calls, call_tokens = (
         _sent_calls.rendered(wire, scenario, position.script_index, position.step) if step.calls else _NO_CALLS
     )
-    text = render_text(step.text, position.results, position.last) if step.text else ""
+    if serial and len(calls) > 1:
+        calls = calls[position.played : position.played + 1]
+        call_tokens = sum(8 + len(str(call.arguments)) // 4 for call in calls)
+    text = render_text(step.text, position.results, position.last) if step.text and not position.played else ""
     reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
     parts: list[Part] = [*reasoning, Text(text), *calls] if text else [*reasoning, *calls]
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
@@ -128,7 +139,8 @@ def render_turn(
     return ModelTurn(
         message=Message("assistant", parts),
         stop_reason=stop,
-        seed=f"{scenario.name}/{position.step}",
+        # a step played one call per turn: each turn's items their own ids
+        seed=f"{scenario.name}/{position.step}" + (f"~{position.played}" if position.played else ""),
         raw_stop_reason=step.stop_reasons.get(wire.name),
         usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
         request=request_digest,
@@ -137,23 +149,36 @@ def render_turn(
 
 
 def replay(
-    wire: WireFormat, scenario: Scenario, conversation: Conversation, resume: tuple[int, Position] | None = None
+    wire: WireFormat,
+    scenario: Scenario,
+    conversation: Conversation,
+    resume: tuple[int, Position] | None = None,
+    *,
+    strict: bool = True,
+    serial: bool = False,
 ) -> Position:
     """Walk the history; raise `WireError` (a `sandbox:` 400) for the first turn that is not ours.
     `resume` is where an earlier replay of the same history's start stopped (the message it stopped
-    before, and its position): a continuation of kept state replays only what is new."""
+    before, and its position): a continuation of kept state replays only what is new. Not `strict`,
+    an echoed turn whose calls pair consistently (the same tools, in order, each answered under the
+    id it was echoed with) plays on with other ids or arguments, as the real APIs accept it, and
+    the position's `tolerated` says so. `serial` (the request disables parallel calls): a step's
+    calls are played one per turn, and a history that ends partway through them stands at the
+    next one (`Position.played`)."""
     messages = conversation.messages
     steps = scenario.steps
     index, step_number, script_index = 0, 0, 0
     results: list[str] = []
     last_results: list[str] = []
+    tolerated: list[str] = []
     if resume is not None:
         index, done = resume
-        step_number, script_index, results, last_results = (
+        step_number, script_index, results, last_results, tolerated = (
             done.step,
             done.script_index,
             list(done.results),
             list(done.last),
+            list(done.tolerated),
         )
     count = len(messages)
     final = count - 1  # the history's last model turn (the reasoning check's `last`)
@@ -170,7 +195,13 @@ def replay(
         step = steps[script_index]
         # The provider's own reasoning rules come first: a real provider refuses before any model reads.
         reasoning = expected_reasoning(wire, scenario, step, step_number, conversation) if reasons else ()
-        wire.check_reasoning(conversation, index, reasoning, last=index == final)
+        try:
+            wire.check_reasoning(conversation, index, reasoning, last=index == final)
+        except WireError as error:
+            # the API's own refusals stand; the sandbox's (a `sandbox:` message, what the API accepts) are strict's
+            if strict or not error.message.startswith("sandbox:"):
+                raise
+            tolerated.append(f"reasoning-dropped {conversation.paths[index]}")
         expected = _sent_calls(wire, scenario, script_index, step_number)
         echoed = message.tool_calls()
         if 0 < len(echoed) < len(expected):  # perhaps a parallel turn split over several messages
@@ -179,7 +210,14 @@ def replay(
         else:
             group = [index]
         if not _same_calls(wire, echoed, expected):
-            raise _mismatch(wire, scenario, conversation, index, step_number, echoed, expected)
+            part = _trailing_part(wire, messages, index, expected) if serial else None
+            if part is not None:
+                sent = [call for member in part for call in messages[member].tool_calls()]
+                _answers(wire, conversation, part, sent, expected[: len(sent)])  # each answered, or its error
+                return Position(step_number, script_index, results, last_results, tolerated, len(sent))
+            if strict or not _same_tools(echoed, expected):
+                raise _mismatch(wire, scenario, conversation, index, step_number, echoed, expected)
+            tolerated.append(_difference(wire, echoed, expected, conversation.paths[index]))
         answers = _answers(wire, conversation, group, echoed, expected)
         last_results = []
         for answer in answers:
@@ -191,7 +229,26 @@ def replay(
         index = group[-1] + 1
     if script_index >= len(steps):
         raise _finished(wire, scenario, conversation, None)
-    return Position(step_number, script_index, results, last_results)
+    return Position(step_number, script_index, results, last_results, tolerated)
+
+
+def _same_tools(echoed: Sequence[ToolCall], expected: Sequence[ToolCall]) -> bool:
+    """The echoed calls name the tools the step called, in order: a turn rebuilt by a client that
+    keeps its own ids (magentic) or adds to the arguments (langroid), which the real APIs accept."""
+    if len(echoed) != len(expected):
+        return False
+    return all(got.name == want.name for got, want in zip(echoed, expected, strict=True))
+
+
+def _difference(wire: WireFormat, echoed: Sequence[ToolCall], expected: Sequence[ToolCall], where: str) -> str:
+    """What a tolerated echo changed, as `x-sandbox-tolerated` names it: `call-ids` and/or `arguments`,
+    then where."""
+    changed = []
+    if wire.has_call_ids and any(got.id != want.id for got, want in zip(echoed, expected, strict=True)):
+        changed.append("call-ids")
+    if any(dict(got.arguments) != dict(want.arguments) for got, want in zip(echoed, expected, strict=True)):
+        changed.append("arguments")
+    return f"echo-{'+'.join(changed)} {where}"
 
 
 def _repeats(step: Step, answers: list[ToolResult]) -> bool:
@@ -224,6 +281,29 @@ def _turn_group(wire: WireFormat, messages: list[Message], index: int, expected:
         calls = calls + more
         following += 1
     return group if len(calls) == len(expected) else [index]
+
+
+def _trailing_part(
+    wire: WireFormat, messages: list[Message], index: int, expected: Sequence[ToolCall]
+) -> list[int] | None:
+    """The assistant messages from `index` to the end of the history when they hold the first calls
+    of the step, one or more per message, each followed by its results: a step being played one call
+    per turn. None for anything else."""
+    group: list[int] = []
+    calls: list[ToolCall] = []
+    following = index
+    while following < len(messages):
+        if messages[following].role != "assistant":
+            return None
+        more = messages[following].tool_calls()
+        if not more or not _same_calls(wire, calls + more, expected[: len(calls) + len(more)]):
+            return None
+        group.append(following)
+        calls += more
+        following += 1
+        while following < len(messages) and messages[following].role == "tool":
+            following += 1
+    return group if 0 < len(calls) < len(expected) else None
 
 
 def _answers(

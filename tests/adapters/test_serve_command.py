@@ -20,11 +20,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def _serve(*options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "sandbox", "serve", "--port", str(port), "--budget", "3"],
+        [sys.executable, "-m", "sandbox", "serve", "--port", str(port), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -45,6 +44,11 @@ def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
     process.wait(10)
     if process.stdout is not None:
         process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    yield from _serve("--budget", "3")
 
 
 def test_serve_answers_curl_style_requests_on_every_wire_format(served: tuple[str, subprocess.Popen[str]]) -> None:
@@ -97,6 +101,23 @@ def test_serve_repeat_guard_never_refuses_people_behind_one_address(served: tupl
         with httpx.Client(base_url=base) as learner:
             statuses.append(learner.post("/v1/chat/completions", json=body).status_code)
     assert statuses == [200] * 60
+
+
+def test_serve_echo_strict_refuses_what_the_default_answers_and_flags(
+    served: tuple[str, subprocess.Popen[str]],
+) -> None:
+    """A request without the scenario's tools: answered in text by default, as the real API answers it,
+    with the header saying what was let pass; refused under `--echo strict`, as the graders refuse it."""
+    body = {"model": "single_call", "messages": [{"role": "user", "content": "Weather?"}]}
+    base, _ = served
+    answered = httpx.post(f"{base}/v1/chat/completions", json=body)
+    assert answered.status_code == 200
+    assert answered.headers["x-sandbox-tolerated"].startswith("undeclared-tools get_weather")
+    for strict_base, process in _serve("--echo", "strict"):
+        refused = httpx.post(f"{strict_base}/v1/chat/completions", json=body)
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "sandbox_missing_tool"
+        process.terminate()
+        assert "Strict echo" in process.communicate(timeout=10)[0]
 
 
 def test_serve_banner_says_where_to_point_the_sdks(served: tuple[str, subprocess.Popen[str]]) -> None:

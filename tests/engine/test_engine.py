@@ -88,8 +88,8 @@ def test_unknown_scenario_answers_with_the_providers_model_not_found(provider: s
     assert info.value.status == 404
 
 
-def test_missing_tools_has_clear_error(provider: str) -> None:
-    client = skyl.Client(provider, transport=sandbox.transport())
+def test_missing_tools_has_clear_error_in_the_strict_echo(provider: str) -> None:
+    client = skyl.Client(provider, transport=sandbox.transport(echo="strict"))
     req = skyl.Request(model="single_call", messages=[skyl.user_text("Weather?")])
     with pytest.raises(skyl.ProviderError, match="does not declare those tools.*tools=scenario.tools"):
         client.complete(req)

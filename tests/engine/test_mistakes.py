@@ -197,8 +197,8 @@ def test_text_reconstruction_alone_is_caught_by_the_sandbox(provider: str) -> No
     assert exchange.error.message_index == 1, "the transcript marks the rebuilt turn"
 
 
-def test_edited_turn_is_caught_by_the_sandbox(provider: str) -> None:
-    transport = sandbox.transport()
+def test_edited_turn_is_caught_by_the_strict_echo(provider: str) -> None:
+    transport = sandbox.transport(echo="strict")
     client = skyl.Client(provider, transport=transport)
     req = scenario_request("single_call")
     resp = client.complete(req)

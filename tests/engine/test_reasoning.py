@@ -15,6 +15,7 @@ import pytest
 
 import sandbox
 from sandbox import Engine, skyl
+from sandbox.engine._tolerance import Echo
 from sandbox.wire import Rule, get_wire_format
 from tests.conftest import scenario_request, scripted_run
 
@@ -59,18 +60,20 @@ def _answer(provider: str, exchange: sandbox.Exchange) -> skyl.Response:
     return get_wire_format(provider).decode_response(json.loads(exchange.body))
 
 
-def _first_round(provider: str, *, reasoning: bool = True) -> tuple[Engine, skyl.Request, skyl.Response]:
-    engine = Engine()
+def _first_round(
+    provider: str, *, reasoning: bool = True, echo: Echo = "faithful"
+) -> tuple[Engine, skyl.Request, skyl.Response]:
+    engine = Engine(echo=echo)
     request = _request(provider, reasoning=reasoning)
     response = _answer(provider, _send(engine, provider, request))
     return engine, request, response
 
 
 def _round_trip(
-    provider: str, rebuild: Callable[[skyl.Response], skyl.Message], *, reasoning: bool = True
+    provider: str, rebuild: Callable[[skyl.Response], skyl.Message], *, reasoning: bool = True, echo: Echo = "faithful"
 ) -> sandbox.Exchange:
     """Play the first turn, append `rebuild(response)` and its results, and send the next request."""
-    engine, request, response = _first_round(provider, reasoning=reasoning)
+    engine, request, response = _first_round(provider, reasoning=reasoning, echo=echo)
     request.messages.append(rebuild(response))
     run = scripted_run(SCENARIO)
     request.messages += [skyl.tool_result_message(call.id, run(call)) for call in response.tool_calls()]
@@ -285,15 +288,20 @@ def test_responses_reasoning_item_has_clear_errors(change: Callable[[dict[str, A
     assert _error(exchange)["message"].startswith(message)
 
 
-def test_responses_items_without_ids_get_the_sandbox_explanation() -> None:
-    def bare(response: skyl.Response) -> skyl.Message:
-        return skyl.Message(
-            "assistant", [skyl.ToolCall(c.id, c.name, dict(c.arguments)) for c in response.tool_calls()]
-        )
+def _bare(response: skyl.Response) -> skyl.Message:
+    return skyl.Message("assistant", [skyl.ToolCall(c.id, c.name, dict(c.arguments)) for c in response.tool_calls()])
 
-    exchange = _round_trip("openai-responses", bare)
+
+def test_responses_items_without_ids_get_the_sandbox_explanation_in_the_strict_echo() -> None:
+    exchange = _round_trip("openai-responses", _bare, echo="strict")
     assert exchange.status == 400 and exchange.error.rule is Rule.REASONING_DROPPED
     assert _error(exchange)["message"].startswith("sandbox: input[1] is the model's turn without its reasoning item")
+
+
+def test_responses_items_without_ids_are_answered_and_flagged_as_the_api_accepts_them() -> None:
+    exchange = _round_trip("openai-responses", _bare)
+    assert exchange.status == 200
+    assert exchange.headers["x-sandbox-tolerated"] == "reasoning-dropped input[1]"
 
 
 # -- Anthropic -----------------------------------------------------------------------------------------

@@ -148,7 +148,7 @@ def test_gemini_wrapped_errors_count_as_unusable_and_results_as_usable(wrapper: 
 
 def test_gemini_sandbox_errors_name_no_ids_that_never_were_on_the_wire() -> None:
     """Gemini calls carry no ids; the sandbox's own placeholders must not leak into what a learner reads."""
-    engine = sandbox.Engine()
+    engine = sandbox.Engine(echo="strict")
     contents = [
         {"role": "user", "parts": [{"text": "What's the weather in Paris?"}]},
         {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Lyon"}}}]},

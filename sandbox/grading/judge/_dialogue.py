@@ -73,7 +73,7 @@ class Dialogue(Retries, Expectations):
         """Whether the learner's code read the stream of `stream_for()` to its end."""
         self.scenario = scenario if isinstance(scenario, Scenario) else _catalogue.get_scenario(scenario)
         self.provider = provider
-        self.transport = _transport.transport(self.scenario, budget=BUDGET, faults=list(faults))
+        self.transport = _transport.transport(self.scenario, budget=BUDGET, faults=list(faults), echo="strict")
         self.faults = tuple(faults)
         """Scripted faults (challenge 10): then every tool run comes to the grader, which counts them."""
         self.runs: list[str] = []

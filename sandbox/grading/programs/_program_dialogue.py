@@ -72,7 +72,7 @@ class ProgramDialogue(ProgramRetries, Verdicts):
         self.unknown_tools = set(unknown_tools)
         self.budget = BUDGET
         self.journal = Journal(None)
-        self.engine = Engine(scenario, budget=BUDGET, faults=list(faults))
+        self.engine = Engine(scenario, budget=BUDGET, faults=list(faults), echo="strict")
         """With `faults`, the provider fails as scripted (challenge 10); the endpoint delivers cuts and waits."""
         self.desk = ToolDesk(scenario, self.journal, failing=self.failing, unknown_tools=self.unknown_tools)
         self.probe = ConcurrencyProbe(self.journal, _no_output, wait=concurrency_wait) if concurrency_wait else None

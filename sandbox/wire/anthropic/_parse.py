@@ -12,23 +12,38 @@ from ...messages._types import Message, Part, Role, Text, ToolCall, ToolResult
 from .._base import (
     Conversation,
 )
-from ._body import Block, Body, Invalid, load_json
+from ._body import Block, Body, Invalid, fail, load_json
 from ._encode import error
 from ._reasoning import check_final_turn, decode_block
 from ._rules import check_rules
 from ._validate import validate_schema
 
-__all__ = ["parse_body", "parse_request", "to_neutral"]
+__all__ = ["parse_body", "parse_count_tokens", "parse_request", "to_neutral"]
+
+_NOT_COUNTED = ("max_tokens", "stream", "stop_sequences", "temperature", "top_p", "top_k", "metadata", "service_tier")
+"""Messages fields that `POST /v1/messages/count_tokens` does not take (the SDK's
+`MessageCountTokensParams` has none of them): refused as any unknown field is."""
 
 
 def parse_request(body: bytes) -> Conversation:
     return parse_body(body)[0]
 
 
-def parse_body(body: bytes) -> tuple[Conversation, Body]:
+def parse_count_tokens(body: bytes) -> Conversation:
+    """A `count_tokens` body, checked as a messages request is (the same fields and turn rules),
+    without `max_tokens` and the other fields that only shape an answer."""
+    return parse_body(body, counting=True)[0]
+
+
+def parse_body(body: bytes, *, counting: bool = False) -> tuple[Conversation, Body]:
     """`parse_request`, and the checked body it read (what a thread's walk goes on from: `_thread`)."""
     try:
         data = load_json(body)
+        if counting and isinstance(data, dict):
+            for key in _NOT_COUNTED:
+                if key in data:
+                    fail(key, "Extra inputs are not permitted")
+            data = {**data, "max_tokens": 0}
         checked = validate_schema(data)
     except Invalid as problem:
         raise error(400, problem.message, rule=problem.rule) from None

@@ -63,6 +63,12 @@ def read_request(body: bytes) -> ParsedRequest:
         if key not in TOP_LEVEL_NAMES:
             raise unknown_name(key, "", "Cannot find field.")
     contents = [read_content(item, path) for path, item in read_repeated(data, "contents", "", "Content")]
+    for content in contents:
+        if content.role == "function":
+            # Function responses under role "function", as Google's REST function-calling quickstart
+            # sends them to v1beta (google-gemini/cookbook, quickstarts/rest/Function_calling_REST.ipynb)
+            # and semantic-kernel's Google connector does: the API reads them as the user's turn.
+            content.role = "user"
     system = read_message(data, "systemInstruction", "", "Content")
     declarations = read_declarations(data)
     tool_choice = read_tool_choice(data)

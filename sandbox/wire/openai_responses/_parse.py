@@ -6,7 +6,7 @@ Touches only request bytes; raises nothing but `WireError`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from ...messages._types import Reasoning, Role, Text, Tool, ToolCall, ToolResult
 from .._base import (
@@ -303,10 +303,19 @@ class Parser:
         self._new_turn("tool", path).parts.append(ToolResult(call_id, output))
         self.outputs.append(_Ref(call_id, index, at))
 
-    # -- pairing (4.3: R2, then R1, then a duplicated output, then R3) ------------------------
+    # -- pairing (R3, then 4.3's R2, R1 and a duplicated output) ----------------------------------
 
     def _check_pairing(self) -> None:
-        """Each output answers one earlier call with its call_id, anywhere before it in the input."""
+        """Each output answers one earlier call with its call_id, anywhere before it in the input. A
+        duplicated item id is refused first (R3): the API answers R3 for a stored response's
+        `function_call` re-sent with its id and its output beside `previous_response_id`
+        (MacPaw/OpenAI#432; openai/openai-agents-python#1789 the same with a conversation), where
+        the pairing alone would report the stored call unanswered (R1)."""
+        seen: set[str] = set()
+        for ref in self.item_ids:
+            if ref.key in seen or ref.key in self.chain.item_ids:
+                self._duplicate(ref)
+            seen.add(ref.key)
         waiting: dict[str, list[_Ref]] = {}
         for call in self.chain.waiting:
             waiting.setdefault(call.key, []).append(call)
@@ -349,17 +358,15 @@ class Parser:
                 rule=Rule.DUPLICATE_RESULT,
                 index=duplicate.message,
             )
-        seen: set[str] = set()
-        for ref in self.item_ids:
-            if ref.key in seen or ref.key in self.chain.item_ids:
-                rule = Rule.DUPLICATE_RESULT if ref.item_type == "function_call_output" else Rule.DUPLICATE_TURN
-                fail(
-                    f"Duplicate item found with id {ref.key}. Remove duplicate items from your input and try again.",
-                    "input",
-                    rule=rule,
-                    index=ref.message if ref.message >= 0 else None,
-                )
-            seen.add(ref.key)
+
+    def _duplicate(self, ref: _Ref) -> NoReturn:
+        rule = Rule.DUPLICATE_RESULT if ref.item_type == "function_call_output" else Rule.DUPLICATE_TURN
+        fail(
+            f"Duplicate item found with id {ref.key}. Remove duplicate items from your input and try again.",
+            "input",
+            rule=rule,
+            index=ref.message if ref.message >= 0 else None,
+        )
 
     def _orphan_rule(self, output: _Ref) -> Rule:
         """Which mistake an unmatched output most likely is, so the hint can say what to fix."""
