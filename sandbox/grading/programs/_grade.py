@@ -28,7 +28,7 @@ from ...engine._catalogue import get_scenario
 from ...engine._scenario import Scenario
 from ..boundary._endpoint import Endpoint
 from ..boundary._isolation import Isolation
-from ..boundary._program import ProgramRun, Relay, run_program
+from ..boundary._program import ProgramRun, Relay, program_refusal, run_program
 from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
@@ -156,7 +156,7 @@ def grade(
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
         echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
-    broken = _build(build, cwd) if build else None
+    broken = (_build(build, cwd) if build else None) or program_refusal(command, cwd) or None
     outcomes: dict[str, tuple[str, str]] = {}
     echo(isolation.notice())
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
