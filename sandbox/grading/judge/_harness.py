@@ -22,6 +22,7 @@ import pytest
 
 from ..boundary._implementations import Implementations
 from ..boundary._isolation import Isolation
+from ..boundary._text import escaped
 from ..boundary._zygotes import close_shared_zygote, forget_shared_zygote
 from ._challenge import Challenge, Deadlines
 from ._feedback import NOT_STARTED_MARK, NotStarted
@@ -121,7 +122,11 @@ class Harness:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if item.nodeid in self.refs:
-            report.sections = [(title, _trimmed(text)) for title, text in report.sections]
+            report.sections = [(title, escaped(_trimmed(text))) for title, text in report.sections]
+            if report.failed:
+                text = report.longreprtext
+                if escaped(text) != text:
+                    report.longrepr = escaped(text)  # the terminal, JUnit, the report and the room read this
             if call.excinfo is not None and call.excinfo.errisinstance(NotStarted):
                 vars(report)[NOT_STARTED_MARK] = True  # on the report: it travels with it from another lane
         return report

@@ -29,6 +29,7 @@ from ...engine._scenario import Scenario
 from ..boundary._endpoint import Endpoint
 from ..boundary._isolation import Isolation
 from ..boundary._program import ProgramRun, Relay, program_refusal, run_program
+from ..boundary._text import escaped
 from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
@@ -78,7 +79,7 @@ class Spoken:
         self.runs += 1
         if requests == 0 and exited:
             self.silent += 1
-            self.said = self.said or next((line.strip() for line in stderr.splitlines() if line.strip()), "")
+            self.said = self.said or escaped(next((line.strip() for line in stderr.splitlines() if line.strip()), ""))
 
 
 class Limits:
@@ -217,7 +218,7 @@ def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
         else:
             _judge(session, item, get_scenario(item.case.scenario))
     except pytest.fail.Exception as failure:
-        return FAILED, str(failure.msg)
+        return FAILED, escaped(str(failure.msg))
     return PASSED, ""
 
 
@@ -328,7 +329,7 @@ def _build(build: str, cwd: str | None) -> str | None:
     if run.returncode == 0 and not run.timed_out:
         return None
     why = run.not_started or ("it did not finish" if run.timed_out else run.exit_description)
-    output = (run.stderr + run.stdout).rstrip() or "(no output)"
+    output = escaped(run.stderr + run.stdout).rstrip() or "(no output)"
     return f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
 
 
