@@ -5,7 +5,8 @@ It holds the implementations (the workers learner code runs in), the deadlines, 
 and the end of the run: every worker dead first, then the integrity check, the report, the progress
 file, the exit status and the terminal summary.
 
-May touch: the session's reports (it trims captured output and counts outcomes), its exit status,
+May touch: the session's reports (it trims and escapes captured output and failure text, and counts
+outcomes), its exit status,
 the files it was asked to write (`--report`, `--sandbox-cli-report`), each challenges folder's
 progress file, and the package and challenges trees only through `Snapshot` (put back if changed).
 Learner code never runs here: `Implementations` runs it in workers.

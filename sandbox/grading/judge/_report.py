@@ -26,7 +26,7 @@ class ResultsFile:
     ) -> None:
         """`tests` are (node id, challenge name) pairs in run order. Without `as_it_goes` the file is
         written once, by the caller's `write()` at the end: for `sandbox check` and `watch`, which read it
-        only then (a rewrite after every test was a tenth of a 20-test check)."""
+        only then. Every test's output is escaped (`boundary._text`): it is learner text."""
         self.path = path
         self.as_it_goes = as_it_goes
         self.implementation = escaped(implementation)
