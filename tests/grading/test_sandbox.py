@@ -49,7 +49,7 @@ TRICKS = {
 """Trick -> the challenge it is graded as (its module in tests/exploits/<trick>/<challenge>.py)."""
 FALLBACK_CANNOT_STOP = {"resolve_solutions"}
 """What only bubblewrap stops: docs/teach/security.md names each."""
-SANDBOX_TRICKS = {*TRICKS, "block_forever", "setsid_grandchild"}
+SANDBOX_TRICKS = {*TRICKS, "block_forever", "setsid_grandchild", "signal_zygote"}
 POISON = "zz_sandbox_exploit_poison.pth"
 
 
@@ -145,6 +145,32 @@ def test_the_tricks_earn_nothing_and_leave_the_next_run_honest(mode: str, checko
     assert honest.returncode == 1, honest.stdout[-3000:]
     after = _report(report)
     assert after["score"] == 0 and {test["extra_data"]["outcome"] for test in after["tests"]} == {"not started"}
+
+
+@pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])
+def test_a_signalled_zygote_costs_no_later_challenge_its_grade(mode: str, checkout: Path) -> None:
+    """Challenge 01 signals the zygote of its lane (SIGINT, SIGTERM, ..., SIGKILL) as it is imported; 02 and 03,
+    graded after it in the same lane with the reference solutions, still pass in full."""
+    _usable(mode)
+    impl = checkout.parent / "impl"
+    impl.mkdir()
+    shutil.copyfile(EXPLOITS / "signal_zygote" / "01_apply_tool_results.py", impl / "01_apply_tool_results.py")
+    for name in ("02_bounded_loop", "03_several_calls"):
+        shutil.copyfile(checkout / "solutions" / f"{name}.py", impl / f"{name}.py")
+    os.chmod(impl, 0o755)
+    report = checkout / "results.json"
+    folders = ["challenges/01_apply_tool_results", "challenges/02_bounded_loop", "challenges/03_several_calls"]
+    done = _pytest(checkout, mode, *folders, "--impl", str(impl), "--report", str(report), "--sandbox-lanes", "1")
+    output = done.stdout[-3000:] + done.stderr[-1500:]
+    assert done.returncode == 1 and "INTERNALERROR" not in output, output
+    tests = _report(report)["tests"]
+    assert isinstance(tests, list)
+    wrong = [
+        f"{test['name']}: {test['status']}\n{test['output'][:600]}"
+        for test in tests
+        if test["status"] != ("failed" if test["extra_data"]["challenge"] == "01_apply_tool_results" else "passed")
+    ]
+    assert not wrong, "\n\n".join(wrong)
 
 
 @pytest.mark.parametrize("mode", ["auto", "process"], ids=["bubblewrap", "fallback"])

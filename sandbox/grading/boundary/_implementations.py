@@ -12,12 +12,12 @@ from ._isolation import INSIDE, Isolation
 from ._protocol import ImplementationError
 from ._reaper import become_subreaper, sweep_children
 from ._runner import TimedOut, Worker, WorkerDied, Zygote, show_output
+from ._submission import read_submission
 from ._zygotes import shared_zygote
 
 __all__ = ["Implementations"]
 
 _NUMBERS = itertools.count()
-_MAX_SOURCE = 4 << 20
 
 
 class Implementations:
@@ -63,7 +63,7 @@ class Implementations:
         self.start()
         assert self._zygote is not None
         try:
-            source = _source(path, shown_as)  # read here: a sandboxed worker does not see the file
+            source = _source(path, shown_as, self.isolation)  # read here: a sandboxed worker does not see the file
         except ImplementationError as unreadable:
             self._failed[path] = unreadable
             raise
@@ -110,15 +110,7 @@ class Implementations:
             self._endpoint = None
 
 
-def _source(path: Path, shown_as: str) -> str:
-    """The text of the implementation file, read by the grader. Raises `ImplementationError`."""
-    try:
-        if path.stat().st_size > _MAX_SOURCE:
-            raise ImplementationError(f"{shown_as} is over {_MAX_SOURCE // 1024} KiB: a challenge needs far less.")
-        return path.read_text(encoding="utf-8", errors="replace")
-    except (FileNotFoundError, NotADirectoryError):
-        raise ImplementationError(f"{shown_as} does not exist.") from None
-    except IsADirectoryError:
-        raise ImplementationError(f"{shown_as} is a folder, not a Python file.") from None
-    except OSError as error:
-        raise ImplementationError(f"{shown_as} could not be read: {error.strerror or error}.") from None
+def _source(path: Path, shown_as: str, isolation: Isolation) -> str:
+    """The text of the implementation file, read by the grader as data. Raises `ImplementationError`."""
+    reader = (isolation.uid, isolation.gid) if isolation.uid is not None and isolation.gid is not None else None
+    return read_submission(path, shown_as, reader=reader).decode("utf-8", errors="replace")

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["INSIDE", "MODES", "Isolation", "IsolationError", "choose"]
+__all__ = ["INSIDE", "MODES", "Isolation", "IsolationError", "choose", "in_runtime"]
 
 INSIDE = "/run/sandbox-grading"
 """Where the grader's own files appear in a sandbox: the package (`INSIDE/sandbox`), the endpoint's
@@ -125,6 +125,11 @@ def choose(mode: str, grade_as: str | None = None) -> Isolation:
             "`apt-get install bubblewrap`) where user namespaces are allowed, or grade with --isolation auto."
         )
     return Isolation(not problem, uid, gid, user, why=problem)
+
+
+def in_runtime(path: Path) -> bool:
+    """Whether `path` is part of the runtime every sandbox sees (the system, Python), not a submission."""
+    return any(path.is_relative_to(outer) for outer, _ in _runtime())
 
 
 def _bwrap() -> str | None:

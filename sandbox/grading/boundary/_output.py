@@ -7,6 +7,8 @@ import signal
 import sys
 from typing import Protocol
 
+from ._text import escaped
+
 __all__ = ["CPU_LIMIT", "OUTPUT_LIMIT", "Capture", "describe_exit", "show_output"]
 
 OUTPUT_LIMIT = 4000
@@ -68,9 +70,9 @@ def show_output(worker: _Printed) -> None:
     """What the learner's code printed, into the running test's captured output: shown with its failure."""
     out, err = worker.output()
     if out:
-        sys.stdout.write(out)
+        sys.stdout.write(escaped(out))
     if err:
-        sys.stderr.write(err)
+        sys.stderr.write(escaped(err))
 
 
 def describe_exit(status: int | None) -> str:

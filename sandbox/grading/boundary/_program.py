@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ._isolation import INSIDE, Isolation
+from ._isolation import INSIDE, Isolation, in_runtime
+from ._protocol import ImplementationError
+from ._submission import check_regular
 
-__all__ = ["OUTPUT_LIMIT", "ProgramRun", "Relay", "run_program"]
+__all__ = ["OUTPUT_LIMIT", "ProgramRun", "Relay", "program_refusal", "run_program"]
 
 _LAUNCHER = Path(__file__).with_name("_launch.py")
 _GRACE = 10.0
@@ -116,8 +118,12 @@ def run_program(
         return _run(list(command), env, seconds, cwd, None)
     status_read, status_write = os.pipe()
     who = [str(isolation.uid), str(isolation.gid)] if isolation.uid is not None else ["-", "-"]
+    env = {**env, "PATH": os.pathsep.join(_absolute(env.get("PATH", os.defpath)))}
     if isolation.sandboxed and relay is not None:
-        command, binds = _bound(command, cwd)
+        try:
+            command, binds = _bound(command, cwd)
+        except ImplementationError as refused:
+            return ProgramRun(None, "", "", not_started=str(refused))
         inside = f"{INSIDE}/launch.py"
         socket = f"{INSIDE}/sockets/{relay.name}"
         launch = [sys.executable, "-I", "-S", inside, str(status_write), f"{seconds:g}", *who, str(relay.port), socket]
@@ -147,21 +153,46 @@ def run_program(
     return dataclasses.replace(run, returncode=-signal.SIGKILL, timed_out=True)
 
 
+def program_refusal(command: Sequence[str], cwd: str | None) -> str:
+    """Why the files `command` names cannot be graded as the submission ("" when they can): a link on
+    the way to one of them, or one that is not a regular file or folder; one line saying what to do."""
+    try:
+        _bound(command, cwd)
+    except ImplementationError as refused:
+        return str(refused)
+    return ""
+
+
 def _bound(command: Sequence[str], cwd: str | None) -> tuple[list[str], list[tuple[str, str]]]:
-    """The command with its relative paths made absolute, and the folders to bind read-only: the one of
-    each file (or folder) the command names. Not the working directory as such: run from a checkout,
-    that would show the solutions and everyone's submissions."""
-    here = Path(cwd or os.getcwd())
+    """The command with its paths made absolute, and the folders to bind read-only: the one of each
+    file (or folder) the command names. Not the working directory as such: run from a checkout, that
+    would show the solutions and everyone's submissions.
+
+    A bare command word (`node`, `python3`) is a runtime found on `PATH`, never a file of the folder
+    the program runs in; a file of the runtime is in every sandbox already. Any other file the command
+    names is reached without a link, from the folder the grader runs in (or from `/` for an absolute
+    path): a link would bind what it points to. Raises `ImplementationError` for a link, FIFO or device."""
+    here = Path(cwd or os.getcwd()).resolve()
     words, folders = [], set()
-    for word in command:
-        path = here / word
-        if word and not word.startswith("-") and path.exists():
-            resolved = path.resolve()
-            folders.add(str(resolved if resolved.is_dir() else resolved.parent))
-            words.append(str(path.absolute()) if not Path(word).is_absolute() else word)
-        else:
+    for position, word in enumerate(command):
+        path = Path(os.path.normpath(here / word))
+        bare = position == 0 and os.sep not in word
+        if not word or word.startswith("-") or bare or not os.path.lexists(path) or in_runtime(path):
             words.append(word)
+            continue
+        start = here if path.is_relative_to(here) and not os.path.isabs(word) else Path(path.anchor)
+        for step in [path, *path.parents]:
+            if step == start:
+                break
+            check_regular(step, word if step == path else f"{step} (on the way to {word})")
+        folders.add(str(path if path.is_dir() else path.parent))
+        words.append(str(path))
     return words, [(folder, folder) for folder in sorted(folders)]
+
+
+def _absolute(path: str) -> list[str]:
+    """The entries of `PATH` that do not depend on the working directory (the submission's folder)."""
+    return [entry for entry in path.split(os.pathsep) if os.path.isabs(entry)]
 
 
 def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | None, keep: int | None) -> ProgramRun:

@@ -5,7 +5,8 @@ It holds the implementations (the workers learner code runs in), the deadlines, 
 and the end of the run: every worker dead first, then the integrity check, the report, the progress
 file, the exit status and the terminal summary.
 
-May touch: the session's reports (it trims captured output and counts outcomes), its exit status,
+May touch: the session's reports (it trims and escapes captured output and failure text, and counts
+outcomes), its exit status,
 the files it was asked to write (`--report`, `--sandbox-cli-report`), each challenges folder's
 progress file, and the package and challenges trees only through `Snapshot` (put back if changed).
 Learner code never runs here: `Implementations` runs it in workers.
@@ -22,6 +23,7 @@ import pytest
 
 from ..boundary._implementations import Implementations
 from ..boundary._isolation import Isolation
+from ..boundary._text import escaped
 from ..boundary._zygotes import close_shared_zygote, forget_shared_zygote
 from ._challenge import Challenge, Deadlines
 from ._feedback import NOT_STARTED_MARK, NotStarted
@@ -121,7 +123,11 @@ class Harness:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if item.nodeid in self.refs:
-            report.sections = [(title, _trimmed(text)) for title, text in report.sections]
+            report.sections = [(title, escaped(_trimmed(text))) for title, text in report.sections]
+            if report.failed:
+                text = report.longreprtext
+                if escaped(text) != text:
+                    report.longrepr = escaped(text)  # the terminal, JUnit, the report and the room read this
             if call.excinfo is not None and call.excinfo.errisinstance(NotStarted):
                 vars(report)[NOT_STARTED_MARK] = True  # on the report: it travels with it from another lane
         return report

@@ -13,7 +13,9 @@ Reads only the program's first file (for the header), never runs anything.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -48,7 +50,9 @@ def detect_language(command: Sequence[str], build: str | None) -> str:
 
 def _is_go_binary(path: Path) -> bool:
     try:
-        with path.open("rb") as binary:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as binary:
+            if not stat.S_ISREG(os.fstat(binary.fileno()).st_mode):
+                return False  # a FIFO or a device is no program, and must not hold the grader
             tail = b""
             read = 0
             while read < _SCAN_LIMIT:

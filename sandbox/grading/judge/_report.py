@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..boundary._text import escaped
 from ._state import write_json
 from ._summary import FAILED, PASSED, Tally
 
@@ -25,10 +26,10 @@ class ResultsFile:
     ) -> None:
         """`tests` are (node id, challenge name) pairs in run order. Without `as_it_goes` the file is
         written once, by the caller's `write()` at the end: for `sandbox check` and `watch`, which read it
-        only then (a rewrite after every test was a tenth of a 20-test check)."""
+        only then. Every test's output is escaped (`boundary._text`): it is learner text."""
         self.path = path
         self.as_it_goes = as_it_goes
-        self.implementation = implementation
+        self.implementation = escaped(implementation)
         self._started = time.monotonic()
         self._void = ""
         self._tests: dict[str, dict[str, Any]] = {}
@@ -51,7 +52,7 @@ class ResultsFile:
     def record(self, nodeid: str, outcome: str, output: str) -> None:
         entry = self._tests[nodeid]
         passed = outcome == PASSED
-        entry.update(status="passed" if passed else "failed", score=1.0 if passed else 0.0, output=output)
+        entry.update(status="passed" if passed else "failed", score=1.0 if passed else 0.0, output=escaped(output))
         entry["extra_data"]["outcome"] = outcome
         if self.as_it_goes:
             self.write()

@@ -60,8 +60,13 @@ def main() -> None:
     _become_subreaper()
     for provider in PROVIDERS:  # imported once here, not again in every worker that meets it
         get_wire_format(provider)
-    if len(sys.argv) > 3:
-        _drop_root(int(sys.argv[2]), int(sys.argv[3]))
+    user = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else None
+    if user is not None:
+        _preload()
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the grader
+    # Under bubblewrap the kernel keeps from pid 1 every signal it has no handler for; Python's
+    # SIGINT handler would let learner code end the zygote with `os.kill(1, SIGINT)`.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -79,7 +84,7 @@ def main() -> None:
             if control.fileno() not in readable:
                 continue
             data, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
-            if not data or not _obey(control, buffer.feed(data), fds, workers, private):
+            if not data or not _obey(control, buffer.feed(data), fds, workers, private, user):
                 break
     finally:
         _sweep(workers)
@@ -91,12 +96,17 @@ def main() -> None:
 
 
 def _obey(
-    control: socket.socket, messages: Iterable[dict[str, Any]], fds: list[int], workers: set[int], private: list[int]
+    control: socket.socket,
+    messages: Iterable[dict[str, Any]],
+    fds: list[int],
+    workers: set[int],
+    private: list[int],
+    user: tuple[int, int] | None,
 ) -> bool:
     """Carry out the grader's messages; False once told to shut down."""
     for message in messages:
         if message["op"] == "spawn":
-            pid = _fork(fds, message, private)
+            pid = _fork(fds, message, private, user)
             workers.add(pid)
             send(control, {"op": "spawned", "pid": pid})
         elif message["op"] == "kill" and message.get("pid") in workers:
@@ -111,9 +121,8 @@ def _obey(
     return True
 
 
-def _drop_root(uid: int, gid: int) -> None:
-    """Become the unprivileged user learner code runs as, for good, before any learner code exists:
-    it then cannot trace or signal the grader, nor write what only root may."""
+def _preload() -> None:
+    """Load what learner code commonly imports while the zygote is root (see `_PRELOAD`)."""
     import importlib
 
     for name in _PRELOAD:
@@ -121,12 +130,16 @@ def _drop_root(uid: int, gid: int) -> None:
             importlib.import_module(name)
         except ImportError:  # pragma: no cover - a trimmed-down interpreter
             pass
+
+
+def _drop_root(uid: int, gid: int) -> None:
+    """In a worker, before any learner code exists: become the unprivileged user learner code runs as,
+    for good. It then cannot trace or signal the grader or the zygote (which stays root and runs no
+    learner code), nor write what only root may."""
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no one of the same user traces the zygote
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # changing user cleared bubblewrap's
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no one of the same user traces it
 
 
 def _become_subreaper() -> None:
@@ -178,7 +191,7 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _fork(fds: list[int], message: dict[str, Any], inherited: list[int]) -> int:
+def _fork(fds: list[int], message: dict[str, Any], inherited: list[int], user: tuple[int, int] | None) -> int:
     connection, stdout, stderr = fds
     pid = os.fork()
     if pid:
@@ -190,6 +203,9 @@ def _fork(fds: list[int], message: dict[str, Any], inherited: list[int]) -> int:
         os.setsid()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if user is not None:
+            _drop_root(*user)
         for fd in inherited:
             os.close(fd)
         os.dup2(stdout, 1)

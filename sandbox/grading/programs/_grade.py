@@ -28,7 +28,8 @@ from ...engine._catalogue import get_scenario
 from ...engine._scenario import Scenario
 from ..boundary._endpoint import Endpoint
 from ..boundary._isolation import Isolation
-from ..boundary._program import ProgramRun, Relay, run_program
+from ..boundary._program import ProgramRun, Relay, program_refusal, run_program
+from ..boundary._text import escaped
 from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
@@ -78,7 +79,7 @@ class Spoken:
         self.runs += 1
         if requests == 0 and exited:
             self.silent += 1
-            self.said = self.said or next((line.strip() for line in stderr.splitlines() if line.strip()), "")
+            self.said = self.said or escaped(next((line.strip() for line in stderr.splitlines() if line.strip()), ""))
 
 
 class Limits:
@@ -156,7 +157,7 @@ def grade(
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
         echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
-    broken = _build(build, cwd) if build else None
+    broken = (_build(build, cwd) if build else None) or program_refusal(command, cwd) or None
     outcomes: dict[str, tuple[str, str]] = {}
     echo(isolation.notice())
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
@@ -217,7 +218,7 @@ def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
         else:
             _judge(session, item, get_scenario(item.case.scenario))
     except pytest.fail.Exception as failure:
-        return FAILED, str(failure.msg)
+        return FAILED, escaped(str(failure.msg))
     return PASSED, ""
 
 
@@ -328,7 +329,7 @@ def _build(build: str, cwd: str | None) -> str | None:
     if run.returncode == 0 and not run.timed_out:
         return None
     why = run.not_started or ("it did not finish" if run.timed_out else run.exit_description)
-    output = (run.stderr + run.stdout).rstrip() or "(no output)"
+    output = escaped(run.stderr + run.stdout).rstrip() or "(no output)"
     return f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
 
 
