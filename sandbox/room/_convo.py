@@ -9,7 +9,7 @@ A refused turn is marked with the lesson's rule it breaks (the grader's own word
 provider's error beside it. A conversation is a run of requests whose history grows: a request
 continues the learner's open conversation with the same provider, model and first message when it
 carries more messages than the last one did, and starts a new conversation otherwise (the loop ran
-again).
+again). Every string of a chat is valid Unicode.
 """
 
 from __future__ import annotations
@@ -48,6 +48,18 @@ def api_key_of(scope: Mapping[str, Any]) -> str | None:
     query = scope.get("query_string", b"").decode("latin-1")
     keys = urllib.parse.parse_qs(query).get("key")
     return str(keys[-1]) if keys else None
+
+
+def _valid(value: Any) -> Any:
+    """`value` with every string made valid Unicode: a lone surrogate a loop sent (JSON allows
+    `"\\ud800"`) becomes U+FFFD, so the transcript can be stored, rendered and exported."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {key: _valid(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_valid(item) for item in value]
+    return value
 
 
 def _clip(text: str) -> str:
@@ -165,6 +177,7 @@ class Conversations:
         if exchange.provider is None or exchange.status == 404:
             return None
         model, items = _raw_items(exchange.request_body)
+        model, items = _valid(model), _valid(items)
         if not model:
             found = _PATH_MODEL.search(exchange.path)
             model = found.group(1) if found else ""
@@ -178,7 +191,7 @@ class Conversations:
         opened[thread] = (key, len(items), requests + 1)
         while len(opened) > _OPEN_PER_LEARNER:
             opened.popitem(last=False)
-        return key, self._chat(exchange, items, model, at, requests + 1)
+        return key, _valid(self._chat(exchange, items, model, at, requests + 1))
 
     @staticmethod
     def _chat(exchange: Exchange, items: list[Any], model: str, at: float, requests: int) -> dict[str, Any]:

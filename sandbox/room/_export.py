@@ -8,6 +8,7 @@ the last run each learner sent for each challenge, not a grade the room computed
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -15,7 +16,7 @@ import time
 import zipfile
 from typing import Any
 
-__all__ = ["results_json", "results_zip", "room_csv"]
+__all__ = ["folder_name", "results_json", "results_zip", "room_csv"]
 
 COLUMNS = ["learner", "challenge", "status", "passed", "total", "stuck", "last_run_utc", "rules"]
 
@@ -86,23 +87,19 @@ def results_json(snapshot: dict[str, Any], learner: dict[str, Any]) -> dict[str,
     }
 
 
-def _file_name(name: str, taken: set[str]) -> str:
-    base = re.sub(r"[^\w.-]+", "_", name).strip("._") or "learner"
-    candidate, number = base, 1
-    while candidate in taken:
-        number += 1
-        candidate = f"{base}_{number}"
-    taken.add(candidate)
-    return candidate
+def folder_name(name: str) -> str:
+    """A learner's folder in the zip: their name made safe, then a digest of the name itself, so two
+    learners never share a folder (not even on a case-insensitive disk) and each keeps theirs."""
+    base = re.sub(r"[^\w.-]+", "_", name, flags=re.ASCII).strip("._")[:40] or "learner"
+    return f"{base}-{hashlib.blake2b(name.encode(), digest_size=4).hexdigest()}"
 
 
 def results_zip(snapshot: dict[str, Any]) -> bytes:
-    """A zip holding NAME/results.json for every learner."""
+    """A zip holding FOLDER/results.json for every learner (see `folder_name`)."""
     out = io.BytesIO()
-    taken: set[str] = set()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for learner in snapshot["learners"]:
-            folder = _file_name(learner["name"], taken)
+            folder = folder_name(learner["name"])
             body = json.dumps(results_json(snapshot, learner), indent=2, ensure_ascii=False)
             archive.writestr(f"{folder}/results.json", body)
     return out.getvalue()

@@ -166,8 +166,12 @@ def _chat(conversation: dict[str, Any]) -> str:
     return f'<details class="chat {state}" open><summary>{_e(title)}</summary>{"".join(bubbles)}</details>'
 
 
-def page(snapshot: dict[str, Any], *, join_line: str, loop_line: str) -> str:
-    """The whole page; the script then keeps its parts fresh over server-sent events."""
+_EXPORTS = '· <a href="export.csv">CSV</a> · <a href="export/results.zip">results.json per learner</a>'
+
+
+def page(snapshot: dict[str, Any], *, join_line: str, loop_line: str, projector: bool = False) -> str:
+    """The whole page; the script then keeps its parts fresh over server-sent events. The projector's
+    page shows the board and the rules only: no learner's panel, exports or controls."""
     config = _e(json.dumps({"events": "api/events", "learner": "fragment/learner/"}))
     return f"""<!doctype html>
 <html lang="en">
@@ -179,7 +183,7 @@ def page(snapshot: dict[str, Any], *, join_line: str, loop_line: str) -> str:
 <link rel="stylesheet" href="static/room.css">
 <script src="static/room.js" defer></script>
 </head>
-<body data-room="{config}">
+<body data-room="{config}" class="{"projector" if projector else "instructor"}">
 <header>
   <h1>Workshop room</h1>
   <div id="summary" class="summary">{summary(snapshot)}</div>
@@ -193,11 +197,11 @@ def page(snapshot: dict[str, Any], *, join_line: str, loop_line: str) -> str:
     <span class="cell in-progress">2/4</span> in progress <span class="cell not-started">0/4</span> not started
     <span class="cell failing stuck">1/4</span> stuck: the same failure {snapshot["stuck_runs"]} runs in a row
     · a learner is stuck after {snapshot["stuck_minutes"]:g} minutes without a run
-    · <a href="export.csv">CSV</a> · <a href="export/results.zip">results.json per learner</a></p>
+    {"" if projector else _EXPORTS}</p>
   </section>
   <aside><h2>Rules broken right now</h2><div id="rules">{rules(snapshot)}</div></aside>
 </main>
-<section id="learner" class="learner-panel" hidden></section>
+{"" if projector else '<section id="learner" class="learner-panel" hidden></section>'}
 </body>
 </html>
 """

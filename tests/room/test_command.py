@@ -46,7 +46,7 @@ def _get(url: str) -> httpx.Response:
     deadline = time.monotonic() + 60
     while True:
         try:
-            return httpx.get(url, timeout=10)
+            return httpx.get(url, timeout=10, follow_redirects=True)
         except httpx.ConnectError:
             if time.monotonic() > deadline:
                 raise

@@ -41,6 +41,7 @@
   }
 
   function select(name) {
+    if (panel === null) return; // the projector's page shows no learner's panel
     selected = selected === name ? null : name;
     mark();
     if (selected === null) {
