@@ -23,7 +23,8 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from ..engine._engine import Exchange
-from ..grading.judge._lessons import lesson_for
+from ..grading.judge._checks import diagnose
+from ..grading.judge._lessons import lesson_for, lesson_for_diagnosis
 from ..messages._types import Message, Reasoning, Text, ToolCall, ToolResult
 
 __all__ = ["Conversations", "api_key_of"]
@@ -160,6 +161,34 @@ def _raw_entry(item: object, *, mark: str | None = None) -> dict[str, Any]:
     return {"role": role, "text": _clip("\n".join(line for line in lines if line) or "(empty)"), "mark": mark}
 
 
+def _has(item: dict[str, Any], kinds: tuple[str, ...], keys: tuple[str, ...]) -> bool:
+    blocks = item.get("content", item.get("parts"))
+    listed = blocks if isinstance(blocks, list) else []
+    return item.get("type") in kinds or any(
+        isinstance(block, dict) and (block.get("type") in kinds or any(key in block for key in keys))
+        for block in listed
+    )
+
+
+def _results_follow_no_calls(items: list[Any]) -> bool:
+    """Whether tool results in a request the wire format could not read follow a turn without calls,
+    in any wire format: what `diagnose` calls `turn_first`, read from the raw JSON."""
+    turns = [item for item in items if isinstance(item, dict)]
+    for index, item in enumerate(turns):
+        is_result = item.get("role") == "tool" or _has(
+            item, ("tool_result", "function_call_output"), ("functionResponse",)
+        )
+        if not is_result or index == 0:
+            continue
+        before = turns[index - 1]
+        made_calls = bool(before.get("tool_calls")) or _has(before, ("tool_use", "function_call"), ("functionCall",))
+        if not made_calls and not (
+            before.get("role") == "tool" or _has(before, ("tool_result", "function_call_output"), ())
+        ):
+            return True
+    return False
+
+
 _WHERE = re.compile(r"\b(?:messages|input|contents)\.?\[(\d+)\]")
 _PATH_MODEL = re.compile(r"/models/([^/:]+)")
 
@@ -198,6 +227,11 @@ class Conversations:
         error = exchange.error
         rule = lesson_for(error.rule).rule if error is not None else None
         conversation = exchange.conversation
+        problem = diagnose(conversation.messages) if error is not None and conversation is not None else None
+        if problem is not None:  # the grader's own diagnosis, so one mistake is counted under one rule
+            rule = lesson_for_diagnosis(problem.kind).rule
+        elif error is not None and conversation is None and _results_follow_no_calls(items):
+            rule = lesson_for_diagnosis("turn_first").rule
         if conversation is not None:
             marked = error.message_index if error is not None else None
             entries = [
