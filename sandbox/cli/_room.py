@@ -1,14 +1,20 @@
 """`sandbox room` (and `sandbox serve --room`): the sandbox server with the workshop room mounted beside it.
 
 May touch: the room's database file (`--room-db`, or a new temporary one), stdout for the banner,
-and the listening socket through `sandbox.adapters.server.serve`. The banner prints the instructor's URL (with
-the room's secret key) and the one line learners use to join.
+this machine's network interfaces (read, for their addresses), and the listening socket through
+`sandbox.adapters.server.serve`. The banner prints the instructor's URL (with the room's secret key,
+which the page takes off the address bar at once) and, for each address learners can reach, the one
+line they use to join.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ipaddress
 import os
+import socket
+import struct
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -85,6 +91,24 @@ def around_grade(args: argparse.Namespace, grade: Callable[[Observer | None], in
     return status
 
 
+def reachable_hosts(host: str) -> list[str]:
+    """The addresses learners reach a server bound to `host` at: `host` itself, or for a wildcard this
+    machine's own IPv4 addresses other than loopback (read from its interfaces; none resolved)."""
+    if host not in ("0.0.0.0", "::", ""):
+        return [host]
+    found: list[str] = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, interface in socket.if_nameindex():
+            with contextlib.suppress(OSError, ImportError):
+                import fcntl  # Linux and the BSDs: SIOCGIFADDR
+
+                packed = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s", interface.encode()[:15]))
+                address = socket.inet_ntoa(packed[20:24])
+                if not ipaddress.ip_address(address).is_loopback and address not in found:
+                    found.append(address)
+    return found or ["127.0.0.1"]
+
+
 def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], None]) -> int:
     if args.stuck_runs < 1 or args.stuck_minutes <= 0:
         raise UsageError("--stuck-runs takes a whole number from 1, --stuck-minutes a number above 0.")
@@ -100,15 +124,18 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
 
     def ready() -> None:
         banner()
-        host = args.host if args.host not in ("0.0.0.0", "::") else "THIS-MACHINE"
-        base = f"http://{host}:{args.port}"
-        room = f"{base}{PREFIX}"
+        hosts = reachable_hosts(args.host)
+        bases = [f"http://{host}:{args.port}" for host in hosts]
+        room = f"{bases[0]}{PREFIX}"
         kept = "" if args.room_db else f" (a new room: start again with --room-db {path} to keep it)"
         print(f"\nWorkshop room, state in {path}{kept}")
         print(f"  Instructor's page (keep the key to yourself): {room}/?key={service.key}")
-        print(f"  Learners join:  pytest challenges/ --room {room} --name 'THEIR NAME'")
+        print(f"  Projector (shows nothing secret, once the page above is open): {room}/projector")
+        for base in bases:
+            print(f"  Learners join:  pytest challenges/ --room {base}{PREFIX} --name 'THEIR NAME'")
         print(f"             or:  sandbox check --room {room} --name 'THEIR NAME'   (also sandbox watch)")
         print(f"             or:  export {ROOM_ENV}={room} {ROOM_NAME_ENV}='THEIR NAME'")
+        base = bases[0]
         print(f"  Their own loops: base_url={base}/v1 (Anthropic, Gemini: {base}), api_key: the key their join prints")
         if args.host in ("127.0.0.1", "localhost", "::1"):
             print("  Only this machine can reach it: for a room of laptops, start it with --host 0.0.0.0.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sandbox.cli._room import reachable_hosts
 from tests.room_server import serving_room
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +132,15 @@ def test_check_room_joins_and_posts(tmp_path: Path) -> None:
             timeout=300,
         )
         assert missing.returncode == 2 and "--name 'YOUR NAME'" in missing.stderr
+
+
+def test_room_banner_names_the_addresses_learners_can_reach() -> None:
+    """For --host 0.0.0.0 the banner prints this machine's own addresses (it printed THIS-MACHINE)."""
+    hosts = reachable_hosts("0.0.0.0")
+    assert hosts and "THIS-MACHINE" not in hosts
+    for host in hosts:
+        address = ipaddress.ip_address(host)
+        assert not address.is_loopback or hosts == ["127.0.0.1"], hosts
+        with socket.socket() as sock:
+            sock.bind((host, 0))  # an address of this machine: binding proves it, and sends nothing
+    assert reachable_hosts("10.1.2.3") == ["10.1.2.3"], "a named --host is the address learners use"
