@@ -244,10 +244,10 @@ class RoomApp:
         await _send(send, 200, body, {"content-type": _ASSETS[name], **_SECURITY, "cache-control": "no-cache"})
 
     async def _events(self, receive: Receive, send: Send) -> None:
-        """Server-sent events: `parts` (the page's fragments) on every change, until the page goes away."""
+        """Server-sent events: `parts`, the page's fragments that changed (see `_live`), until the page goes away."""
         headers = {"content-type": "text/event-stream; charset=utf-8", **_SECURITY, "x-accel-buffering": "no"}
         await send({"type": "http.response.start", "status": 200, "headers": _raw(headers)})
-        queue = self.service.subscribe()
+        page = self.service.live.subscribe()
         gone = asyncio.get_running_loop().create_task(_disconnected(receive))
         ends = asyncio.get_running_loop().time() + STREAM_SECONDS
         try:
@@ -257,7 +257,7 @@ class RoomApp:
                 if left <= 0:
                     break
                 try:
-                    message = await asyncio.wait_for(queue.get(), min(left, 1.0))
+                    message = await asyncio.wait_for(page.next(), min(left, 1.0))
                 except asyncio.TimeoutError:
                     continue
                 await send(
@@ -274,7 +274,7 @@ class RoomApp:
             gone.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await gone
-            await self.service.unsubscribe(queue)
+            await self.service.live.unsubscribe(page)
 
 
 def _row(service: RoomService, name: str) -> dict[str, Any] | None:

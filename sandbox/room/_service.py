@@ -5,11 +5,8 @@ May touch: its `Store` (SQLite, always from a worker thread so a slow disk never
 loop the sandbox answers on) and its in-memory `Room`. Owned by the server's event loop: every
 method runs there, except the store calls it hands to threads. Every change is written to the store
 first and applied to the `Room` only once written, so a failed write (answered 503) changes nothing.
-
-The stream sends a snapshot of the page's parts when the room changes, at most every
-`min_interval` seconds however many learners post (100 learners posting every 3 s is 33 changes a
-second: the page gets a few), and at least every `heartbeat` seconds, so "no run for N minutes"
-appears on its own.
+The page's live stream is `Live`'s (see `_live`): the service renders the fragments and says when
+the room changed.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from ..grading.programs._program_cases import CASES
 from . import _page
 from ._convo import Conversations
 from ._guard import new_secret
+from ._live import Live
 from ._model import Room, RoomInputError, parse_run
 from ._names import MAX_NAME, clean_name, name_key, name_problem
 from ._store import Store
@@ -100,8 +98,7 @@ class RoomService:
         roster = json.loads(store.setting("roster", "[]"))
         self.room.roster = {name_key(name): name for name in roster}
         self.conversations = Conversations()
-        self.min_interval = min_interval
-        self.heartbeat = heartbeat
+        self.live = Live(self.fragments, min_interval=min_interval, heartbeat=heartbeat)
         self.token_seconds = token_hours * 3600
         self._joining: set[str] = set()
         """Name keys of joins under way: two spellings of one name never both get in."""
@@ -113,10 +110,15 @@ class RoomService:
             self.room.restore(learner, progress)
         for learner, key, conversation in store.conversations():
             self.room.put_conversation(learner, key, conversation)
-        self._changed: asyncio.Event | None = None
-        self._subscribers: set[asyncio.Queue[str]] = set()
-        self._broadcaster: asyncio.Task[None] | None = None
-        self.closing = False
+
+    @property
+    def closing(self) -> bool:
+        """Set as the server shuts down: open streams end, the broadcaster stops."""
+        return self.live.closing
+
+    @closing.setter
+    def closing(self, value: bool) -> None:
+        self.live.closing = value
 
     # -- learners ---------------------------------------------------------------------------------
 
@@ -323,57 +325,10 @@ class RoomService:
 
     # -- the page's stream ------------------------------------------------------------------------
 
-    def parts(self) -> str:
+    def fragments(self) -> dict[str, Any]:
+        """The page's live parts as of now (see `_page.fragments`)."""
         snapshot = self.room.snapshot(time.time())
-        revisions = {
-            row["name"]: [row["last_run"], row["conversations"], row["rejected"]] for row in snapshot["learners"]
-        }
-        return json.dumps(
-            {
-                "now": snapshot["now"],
-                "version": snapshot["version"],
-                "summary": _page.summary(snapshot),
-                "board": _page.board(snapshot),
-                "rules": _page.rules(snapshot),
-                "revisions": revisions,
-            },
-            ensure_ascii=False,
-        )
-
-    def subscribe(self) -> asyncio.Queue[str]:
-        queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
-        self._subscribers.add(queue)
-        if self._broadcaster is None or self._broadcaster.done():
-            self._changed = asyncio.Event()
-            self._broadcaster = asyncio.get_running_loop().create_task(self._broadcast())
-        queue.put_nowait(self.parts())
-        return queue
-
-    async def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
-        """The page went away; with the last one, the broadcaster stops (and is gone before the loop is)."""
-        self._subscribers.discard(queue)
-        broadcaster = self._broadcaster
-        if not self._subscribers and broadcaster is not None and not broadcaster.done():
-            broadcaster.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await broadcaster
+        return {"now": snapshot["now"], "version": snapshot["version"], **_page.fragments(snapshot)}
 
     def _touch(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-
-    async def _broadcast(self) -> None:
-        """One snapshot for every open page, at most every `min_interval`, at least every `heartbeat`."""
-        assert self._changed is not None
-        while self._subscribers and not self.closing:
-            try:
-                await asyncio.wait_for(self._changed.wait(), self.heartbeat)
-            except asyncio.TimeoutError:
-                pass
-            self._changed.clear()
-            message = self.parts()
-            for queue in list(self._subscribers):
-                if queue.full():  # a slow page gets the newest snapshot, not a backlog
-                    queue.get_nowait()
-                queue.put_nowait(message)
-            await asyncio.sleep(self.min_interval)
+        self.live.touch()

@@ -80,7 +80,7 @@ def test_room_command_prints_the_page_and_the_join_line_and_keeps_its_key(tmp_pa
                 assert next(line for line in events if line.startswith("data: "))  # the page's first parts
                 httpx.post(f"http://127.0.0.1:{port}/room/api/join", json={"name": f"ada {len(keys)}"}, timeout=10)
                 joined = next(line for line in events if line.startswith("data: ") and f"ada {len(keys)}" in line)
-                assert f"ada {len(keys)}" in json.loads(joined[6:])["revisions"], "the join reached the open page"
+                assert f"ada {len(keys)}" in json.loads(joined[6:])["rows"], "the join reached the open page"
                 process.send_signal(signal.SIGINT)  # with the page's stream still open
                 rest = list(events)  # the server ends the stream as it shuts down
             assert not any("data: " in line for line in rest[1:]), rest
