@@ -2,7 +2,8 @@
 
 May touch: nothing (pure functions of the room's snapshot to bytes). What the room knows is what each
 learner's grader posted from their own machine: the export is a record of the workshop, built from
-the last run each learner sent for each challenge, not a grade the room computed itself.
+the last run each learner sent for each challenge, not a grade the room computed itself, and every
+file says so (`verified: false`). Scores are on `--report`'s scale: one point per test passed.
 """
 
 from __future__ import annotations
@@ -57,12 +58,18 @@ def room_csv(snapshot: dict[str, Any]) -> bytes:
 
 
 def results_json(snapshot: dict[str, Any], learner: dict[str, Any]) -> dict[str, Any]:
-    """Gradescope's results.json for one learner: one test per challenge, 1 point when it passed."""
-    tests = []
+    """Gradescope's results.json for one learner, on `--report`'s scale: one point per test passed.
+    One entry per challenge, its `max_score` the challenge's tests (for a challenge the learner never
+    ran, the most tests any learner in the room reported for it)."""
+    tests, passed_challenges = [], 0
     for number, item in enumerate(snapshot["challenges"], 1):
         cell = learner["cells"].get(item["name"])
+        known = max(
+            (row["cells"][item["name"]]["total"] for row in snapshot["learners"] if item["name"] in row["cells"]),
+            default=0,
+        )
         status = cell["status"] if cell else "no run"
-        passed = status == "passed"
+        passed_challenges += status == "passed"
         output = f"{status}: {cell['passed']}/{cell['total']} tests passed" if cell else "No run reported to the room."
         if cell and cell["rules"]:
             output += "\nRules broken: " + "; ".join(cell["rules"])
@@ -70,20 +77,24 @@ def results_json(snapshot: dict[str, Any], learner: dict[str, Any]) -> dict[str,
             {
                 "name": f"{item['name']}: {item['title']}".rstrip(": "),
                 "number": str(number),
-                "score": 1.0 if passed else 0.0,
-                "max_score": 1.0,
-                "status": "passed" if passed else "failed",
+                "score": float(cell["passed"]) if cell else 0.0,
+                "max_score": float(cell["total"] if cell else known),
+                "status": "passed" if status == "passed" else "failed",
                 "output": output,
                 "tags": [item["name"]],
             }
         )
     score = sum(float(str(test["score"])) for test in tests)
+    most = sum(float(str(test["max_score"])) for test in tests)
     return {
         "score": score,
-        "output": f"{learner['name']}: {score:g}/{len(tests)} challenges passed, as last reported to the room.",
+        "output": (
+            f"{learner['name']}: {passed_challenges}/{len(tests)} challenges passed; {score:g}/{most:g} tests "
+            "passed, as last reported to the room by their own grader (self-reported, not verified)."
+        ),
         "visibility": "visible",
         "tests": tests,
-        "extra_data": {"learner": learner["name"], "last_run_utc": _when(learner["last_run"])},
+        "extra_data": {"learner": learner["name"], "last_run_utc": _when(learner["last_run"]), "verified": False},
     }
 
 

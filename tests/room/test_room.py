@@ -255,7 +255,11 @@ def test_room_export_csv_and_one_results_json_per_learner(served) -> None:  # ty
     assert sorted(archive.namelist()) == [f"{folder_name('ada')}/results.json", f"{folder_name(hostile)}/results.json"]
     assert folder_name(hostile).startswith("cmd_C_calc_A0-")
     results = json.loads(archive.read(f"{folder_name('ada')}/results.json"))
-    assert results["score"] == 1.0 and len(results["tests"]) == 3
+    assert len(results["tests"]) == 3
+    assert (results["score"], [test["max_score"] for test in results["tests"]]) == (5.0, [4.0, 2.0, 0.0]), (
+        "one point per test passed, as --report scores"
+    )
+    assert "self-reported, not verified" in results["output"] and results["extra_data"]["verified"] is False
     assert [test["status"] for test in results["tests"]] == ["passed", "failed", "failed"]
 
 
