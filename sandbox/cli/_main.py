@@ -136,6 +136,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
         sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
         room.add_options(sub, flag=sub is serve_)
+    verify = command("verify", room.VERIFY_SUMMARY, room.verify, [])
+    room.add_verify_options(verify)
     add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
     return parser
 

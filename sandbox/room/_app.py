@@ -13,6 +13,7 @@ to the room after the answer has gone out, so the room never delays a learner's 
     GET  /room/api/learners/NAME      one learner, as JSON           (instructor)
     DELETE /room/api/learners/NAME    free a name                    (instructor)
     POST /room/api/learners/NAME/rename {"name": NEW}, /merge {"into": OTHER}   (instructor)
+    PUT  /room/api/learners/NAME/verified  a run the instructor graded: recorded as verified (instructor)
     PUT  /room/api/roster  {"names": [...]}    only these join; [] lets anyone (instructor)
     POST /room/api/key                a new instructor's key; the old one stops working (instructor)
     GET  /room/export.csv, /room/export/results.zip                  (instructor)
@@ -188,6 +189,9 @@ class RoomApp:
         elif path == "/api/roster" and method == "PUT":
             names = await self.service.set_roster((await _body(receive)).get("names"))
             await _json(send, 200, {"roster": names})
+        elif path.startswith("/api/learners/") and path.endswith("/verified") and method == "PUT":
+            name = urllib.parse.unquote(path.removeprefix("/api/learners/").removesuffix("/verified"))
+            await _json(send, 200, {"name": name, "verified": await self.service.verify(name, await _body(receive))})
         elif path.startswith("/api/learners/") and path.endswith(("/rename", "/merge")) and method == "POST":
             quoted, _, action = path.removeprefix("/api/learners/").rpartition("/")
             name, body = urllib.parse.unquote(quoted), await _body(receive)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ._names import name_key
 
-__all__ = ["Cell", "Learner", "Room", "RoomInputError", "parse_run"]
+__all__ = ["Cell", "Learner", "Room", "RoomInputError", "parse_run", "status_of"]
 
 CHALLENGE = re.compile(r"^[\w.-]{1,64}$")
 MAX_FAILURES = 200
@@ -71,9 +71,11 @@ class Learner:
     cells: dict[str, Cell] = field(default_factory=dict)
     latest_failure: dict[str, Any] | None = None
     conversations: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
+    verified: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Challenge -> the instructor's own grading of it: status, passed, total, at."""
 
 
-def _status(passed: int, failed: int, not_started: int, collected: int) -> str:
+def status_of(passed: int, failed: int, not_started: int, collected: int) -> str:
     """The grader's own statuses (`sandbox.grading.judge._summary.Tally.status`), from posted counts."""
     total = passed + failed + not_started
     if not total:
@@ -196,7 +198,7 @@ class Room:
             by_challenge.setdefault(failure["challenge"], []).append(failure)
         for challenge, counts in run["challenges"].items():
             failed = by_challenge.get(challenge, [])
-            status = _status(counts["passed"], counts["failed"], counts["not_started"], counts["collected"])
+            status = status_of(counts["passed"], counts["failed"], counts["not_started"], counts["collected"])
             signature = tuple(sorted((f["test"], f["rule"] or f["headline"]) for f in failed))
             old = learner.cells.get(challenge)
             same = old is not None and status == "failing" and old.signature == signature
@@ -342,6 +344,7 @@ class Room:
                     "cells": cells,
                     "conversations": len(learner.conversations),
                     "rejected": sum(1 for c in learner.conversations.values() if c.get("outcome")),
+                    "verified": {name: entry for name, entry in learner.verified.items() if name in self.titles},
                 }
             )
         counted = [

@@ -38,7 +38,15 @@ def _short(name: str) -> str:
     return name[:2] if name[:2].isdigit() else name[:16]
 
 
-def _cell(challenge: str, cell: dict[str, Any] | None) -> str:
+def _cell(challenge: str, cell: dict[str, Any] | None, verified: dict[str, Any] | None = None) -> str:
+    if verified is not None:  # the instructor's own grading outranks what the learner's grader said
+        tip = f"{challenge}: verified by the instructor's grading: {verified['passed']}/{verified['total']} tests"
+        mark = "✓" if verified["status"] == "passed" else f"{verified['passed']}/{verified['total']}"
+        return (
+            f'<td class="cell verified {_e(str(verified["status"]).replace(" ", "-"))}" '
+            f'data-challenge="{_e(challenge)}" '
+            f'data-status="{_e(verified["status"])}" title="{_e(tip)}">{_e(mark)}<span class="vf">V</span></td>'
+        )
     if cell is None:
         return f'<td class="cell none" data-challenge="{_e(challenge)}"></td>'
     status = str(cell["status"])
@@ -66,7 +74,10 @@ def _ago(seconds: float) -> str:
 
 def row(snapshot: dict[str, Any], learner: dict[str, Any]) -> str:
     """One learner's row of the board."""
-    cells = "".join(_cell(item["name"], learner["cells"].get(item["name"])) for item in snapshot["challenges"])
+    cells = "".join(
+        _cell(item["name"], learner["cells"].get(item["name"]), learner["verified"].get(item["name"]))
+        for item in snapshot["challenges"]
+    )
     flags = []
     if learner["idle"]:
         flags.append(f'<span class="flag idle">no run for {snapshot["stuck_minutes"]:g}+ min</span>')
@@ -294,6 +305,8 @@ def page(snapshot: dict[str, Any], *, join_line: str, loop_line: str, projector:
     <p class="legend"><span class="cell passed">✓</span> passed <span class="cell failing">1/4</span> failing
     <span class="cell in-progress">2/4</span> in progress <span class="cell not-started">0/4</span> not started
     <span class="cell failing stuck">1/4</span> stuck: the same failure {snapshot["stuck_runs"]} runs in a row
+    · <span class="cell passed verified">✓<span class="vf">V</span></span> verified by your grading; every
+    other cell is what the learner's own grader reported
     · a learner is stuck after {snapshot["stuck_minutes"]:g} minutes without a run
     {"" if projector else _EXPORTS}</p>
   </section>

@@ -2,7 +2,8 @@
 
 May touch: the database file it is given, and nothing else. Holds no logic about what a run means
 (see `_model`): it stores learners (their token and API key as SHA-256 digests, never the secrets
-themselves), each learner's progress as of their last run (one row each, rewritten per run, so
+themselves), each learner's progress as of their last run, their verified results (the
+instructor's own grading) (one row each, rewritten per run, so
 the file stays small however long the workshop), each conversation the room's server saw (the
 newest few per learner), and the room's instructor key (so the page's URL survives a restart of
 the same `--room-db`).
@@ -35,6 +36,10 @@ CREATE TABLE IF NOT EXISTS learners (
     expires REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS progress (
+    learner TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verified (
     learner TEXT PRIMARY KEY,
     body TEXT NOT NULL
 );
@@ -128,6 +133,7 @@ class Store:
         with self._transaction() as db:
             cursor = db.execute("DELETE FROM learners WHERE name = ?", (name,))
             db.execute("DELETE FROM progress WHERE learner = ?", (name,))
+            db.execute("DELETE FROM verified WHERE learner = ?", (name,))
             db.execute("DELETE FROM conversations WHERE learner = ?", (name,))
         return cursor.rowcount == 1
 
@@ -136,6 +142,7 @@ class Store:
         with self._transaction() as db:
             db.execute("UPDATE learners SET name = ? WHERE name = ?", (new, old))
             db.execute("UPDATE progress SET learner = ? WHERE learner = ?", (new, old))
+            db.execute("UPDATE verified SET learner = ? WHERE learner = ?", (new, old))
             db.execute("UPDATE conversations SET learner = ? WHERE learner = ?", (new, old))
 
     def merge_learners(self, source: str, into: str, progress: dict[str, Any], kept: list[str]) -> None:
@@ -147,6 +154,7 @@ class Store:
             db.execute(f"DELETE FROM conversations WHERE learner = ? AND id NOT IN ({marks})", (into, *kept))  # noqa: S608
             db.execute("DELETE FROM learners WHERE name = ?", (source,))
             db.execute("DELETE FROM progress WHERE learner = ?", (source,))
+            db.execute("DELETE FROM verified WHERE learner = ?", (source,))
             db.execute("INSERT OR REPLACE INTO progress (learner, body) VALUES (?, ?)", (into, _dumps(progress)))
 
     def by_token(self, token: str) -> LearnerRecord | None:
@@ -178,6 +186,17 @@ class Store:
         """Each learner's progress as of their last run: what the room restores at start-up."""
         with self._lock:
             rows = self._db.execute("SELECT learner, body FROM progress").fetchall()
+        for learner, body in rows:
+            yield str(learner), json.loads(body)
+
+    def put_verified(self, learner: str, body: dict[str, Any]) -> None:
+        """The instructor's own grading of `learner`, per challenge (see `RoomService.verify`)."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO verified (learner, body) VALUES (?, ?)", (learner, _dumps(body)))
+
+    def verified(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        with self._lock:
+            rows = self._db.execute("SELECT learner, body FROM verified").fetchall()
         for learner, body in rows:
             yield str(learner), json.loads(body)
 
