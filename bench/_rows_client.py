@@ -57,7 +57,7 @@ def row_inproc(settings: Settings) -> list[Row]:
 
         best = compare({"baseline": baseline, "subject": subject}, settings, per_call_us=150)
         name, canned = f"in-process round trip, {provider}", "bare httpx + MockTransport, canned body"
-        rows.append(timed_row(name, best, "subject", canned, 1.3, profile_of(subject)))
+        rows.append(timed_row(name, best, "subject", canned, 2.5, profile_of(subject)))
     return rows
 
 

@@ -201,8 +201,8 @@ def starlette_app() -> Any:
 
 def canned_engine() -> Any:
     """An engine whose `handle` answers the same canned answers as the floor, and nothing else of it
-    changed: `sandbox serve` with it measures the server's own cost per request (protocol, event
-    loop, system calls, `Front`), all but the engine's work, through the product's own code path."""
+    changed: `sandbox serve` with it measures the server's own cost per request (uvicorn, the event
+    loop, system calls, `SandboxApp`), all but the engine's work, through the product's own code path."""
     import sandbox
     from sandbox.engine._exchange import Exchange
 

@@ -9,7 +9,7 @@ The server child (`_serve.py protocol|sandbox`) runs under `valgrind --tool=call
 answering 200 requests and once 1,200, from `--clients` kept-alive connections that each send one
 request of the serve rows' pool and read its answer, in turn; the figure is the difference of the
 two counts over 1,000, so start-up and shutdown cancel out. Counted: user-space instructions of the
-server process (the event loop, httptools, our protocol, the engine), not the kernel's system
+server process (the event loop, httptools, uvicorn, the ASGI app, the engine), not the kernel's system
 calls. May touch: sockets to 127.0.0.1 and a temporary directory.
 """
 

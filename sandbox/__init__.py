@@ -6,7 +6,7 @@ Learners import the client as `from sandbox import skyl`. Everything else is mou
     sandbox.httpx2_transport(...)         its twin for the official SDKs, which use httpx2
     sandbox.mock(...)                     intercept the providers' real hosts (respx + httpx2)
     sandbox.Fault("rate_limit", request=2)  a scripted fault, for Step(fault=...) or transport(faults=...)
-    sandbox.SandboxApp(sandbox.Engine())  the ASGI app behind `sandbox serve`
+    sandbox.SandboxApp(sandbox.Engine())  the ASGI app `sandbox serve` runs under uvicorn
 
 PYTEST_DONT_REWRITE: the package is a pytest plugin, imported before any session (and again by
 sessions run in-process, as instructors' meta-tests do); it has no asserts to rewrite.
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from . import skyl
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
 from .adapters._asgi import SandboxApp
+from .adapters._serve import serve
 from .adapters._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
-from .adapters.server import serve
 from .engine._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from .engine._engine import DEFAULT_BUDGET, Engine, Exchange
 from .engine._scenario import Call, Scenario, Step, is_usable

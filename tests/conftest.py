@@ -26,7 +26,7 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    """`sandbox serve`'s own HTTP protocol in a thread, on a free loopback port: its base URL."""
+    """`sandbox serve`'s server in a thread, on a free loopback port: its base URL."""
     with serving(sandbox.Engine()) as base:
         yield base
 
@@ -67,8 +67,14 @@ def lesson_loop(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the framework suite (tests/frameworks) last: the frameworks cache clients whose connections
-    stay open, and an in-process pytest run of a later test (the graders') would report them."""
+    """Mark what needs a toolchain (the `go` or `node` fixture) and the framework suite (slow: real agent
+    frameworks' own loops), and run that suite last: the frameworks cache clients whose connections stay
+    open, and an in-process pytest run of a later test (the graders') would report them."""
+    for item in items:
+        if {"go", "node"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.toolchain)
+        if "tests/frameworks/" in item.nodeid:
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: "tests/frameworks/" in item.nodeid)
 
 

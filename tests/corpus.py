@@ -1,7 +1,6 @@
-"""Bodies for the tests that hold a shortcut to the path it stands in for (the one-pass readers, the
-answers written from their parts): a catalogue loop played through skyl, and every mutation of a
-decoded body that a one-field mistake makes. One copy of each, so the differential tests all try the
-same kinds of mistakes.
+"""Bodies for the property tests of the readers and the answers: a catalogue loop played through skyl,
+and every mutation of a decoded body that a one-field mistake makes. One copy of each, so the tests
+all try the same kinds of mistakes.
 
 Touches only what it is given: a client to play through, decoded JSON to copy and mutate.
 """

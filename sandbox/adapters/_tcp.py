@@ -1,5 +1,6 @@
-"""TCP settings every server of the sandbox uses (`sandbox serve`, the grading endpoint): sockets that
-send at once and acknowledge at once, so a kept-alive request costs no more than a fresh one.
+"""TCP settings of the sandbox's listening sockets (`sandbox serve`'s, the grading endpoint's): they
+send at once, and the grading endpoint's acknowledge at once, so a kept-alive request costs no more
+than a fresh one.
 
 - `tcp_socket`: a stream socket whose protocol says TCP, with `TCP_NODELAY`. asyncio sets
   TCP_NODELAY on an accepted socket only when its protocol is IPPROTO_TCP (protocol 0, what

@@ -26,8 +26,9 @@ from typing import NoReturn
 
 from .. import skyl
 from .._exceptions import SandboxError
+from ..adapters._asgi import cors_origins_of
+from ..adapters._serve import serve
 from ..adapters._transport import transport
-from ..adapters.server import cors_origins_of, serve
 from ..engine import _catalogue
 from ..engine._engine import DEFAULT_BUDGET, Engine
 from ..engine.kept import DEFAULT_MAX_KEPT
@@ -332,9 +333,9 @@ def _serve(args: argparse.Namespace) -> int:
         kept_mib=args.kept_mib,
     )
 
-    def banner() -> None:
-        """Printed once the port is bound, so a taken port prints only its error."""
-        base = f"http://{args.host}:{args.port}"
+    def banner(port: int) -> None:
+        """Printed once the port is bound (the one chosen for --port 0), so a taken port prints only its error."""
+        base = f"http://{args.host}:{port}"
         print(f"Serving the sandbox at {base} (Ctrl-C to stop).")
         print(f"  OpenAI (Chat and Responses): base_url={base}/v1    Anthropic, Gemini: base_url={base}")
         if engine.pinned is not None:

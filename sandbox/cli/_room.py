@@ -3,7 +3,7 @@
 
 May touch: the room's database file (`--room-db`, or a new temporary one), stdout for the banner,
 this machine's network interfaces (read, for their addresses), and the listening socket through
-`sandbox.adapters.server.serve`. The banner prints the instructor's URL (with the room's secret key,
+`sandbox.adapters._serve.serve`. The banner prints the instructor's URL (with the room's secret key,
 which the page takes off the address bar at once) and, for each address learners can reach, the one
 line they use to join. `sandbox verify` runs `pytest challenges/ --impl DIR` for each learner's folder
 (learner code inside the grading sandbox: `--isolation strict` by default) in a temporary folder of
@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from .._exceptions import UsageError
-from ..adapters.server import serve
+from ..adapters._serve import serve
 from ..engine._engine import Engine
 from ..grading.judge._meta import find_root, load_challenges
 from ..grading.judge._room_graded import grade_run
@@ -127,7 +127,7 @@ def reachable_hosts(host: str) -> list[str]:
     return found or ["127.0.0.1"]
 
 
-def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], None]) -> int:
+def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[int], None]) -> int:
     if args.stuck_runs < 1 or args.stuck_minutes <= 0:
         raise UsageError("--stuck-runs takes a whole number from 1, --stuck-minutes a number above 0.")
     path: Path = args.room_db
@@ -140,10 +140,10 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
     store = Store(path)
     service = RoomService(store, titles=titles, stuck_runs=args.stuck_runs, stuck_minutes=args.stuck_minutes)
 
-    def ready() -> None:
-        banner()
+    def ready(port: int) -> None:
+        banner(port)
         hosts = reachable_hosts(args.host)
-        bases = [f"http://{host}:{args.port}" for host in hosts]
+        bases = [f"http://{host}:{port}" for host in hosts]
         room = f"{bases[0]}{PREFIX}"
         kept = "" if args.room_db else f" (a new room: start again with --room-db {path} to keep it)"
         print(f"\nWorkshop room, state in {path}{kept}")
@@ -159,6 +159,9 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
             print("  Only this machine can reach it: for a room of laptops, start it with --host 0.0.0.0.")
         sys.stdout.flush()
 
+    def stop() -> None:
+        service.closing = True  # the instructor's open page streams end within a second, not at the grace's end
+
     try:
         serve(
             engine,
@@ -167,6 +170,7 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[], No
             cors_origins=args.cors_origin,
             ready=ready,
             wrap=lambda app: RoomApp(app, service),
+            on_stop=stop,
         )
     finally:
         service.closing = True

@@ -12,19 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..messages._types import (
-    Message,
-    Part,
-    Reasoning,
-    StopReason,
-    ToolCall,
-    ToolResult,
-    Usage,
-    assembled,
-    wire_call,
-    wire_message,
-    wire_text,
-)
+from ..messages._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
 from ..wire import Conversation, ModelTurn, Rule, WireError, WireFormat
 from ..wire._reasoning import reasoning_tokens
 from ._scenario import Scenario, Step, is_usable, render_text
@@ -45,7 +33,7 @@ class Position:
 
 def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
     return [
-        wire_call(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
+        ToolCall(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
         for index, call in enumerate(step.calls)
     ]
 
@@ -78,7 +66,7 @@ class _SentCalls:
         _, calls, tokens = self._made(wire, scenario, script_index, step_number)
         copies = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
         for call in calls:
-            copies.append(wire_call(call.id, call.name, dict(call.arguments)))
+            copies.append(ToolCall(call.id, call.name, dict(call.arguments)))
         return copies, tokens
 
     def _made(
@@ -132,18 +120,17 @@ def render_turn(
     )
     text = render_text(step.text, position.results, position.last) if step.text else ""
     reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
-    parts: list[Part] = [*reasoning, wire_text(text), *calls] if text else [*reasoning, *calls]
+    parts: list[Part] = [*reasoning, Text(text), *calls] if text else [*reasoning, *calls]
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
     # The README's "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
     output_tokens = 1 + len(text) // 4 + call_tokens + thinking
-    return assembled(
-        ModelTurn,
-        message=wire_message("assistant", parts),
+    return ModelTurn(
+        message=Message("assistant", parts),
         stop_reason=stop,
         seed=f"{scenario.name}/{position.step}",
         raw_stop_reason=step.stop_reasons.get(wire.name),
-        usage=assembled(Usage, input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
+        usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
         request=request_digest,
         reasoning_tokens=thinking,
     )

@@ -12,7 +12,7 @@ import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from .._exceptions import UsageError
 
@@ -77,7 +77,7 @@ class ToolCall:
     """Provider details a replay needs (an OpenAI Responses item id, a Gemini thought signature)."""
 
     def __post_init__(self) -> None:
-        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):  # dict: the hot path
+        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):
             raise UsageError(
                 f"ToolCall arguments must be a dict, got {type(self.arguments).__name__}: {self.arguments!r}. "
                 "Decode the provider's JSON string with json.loads first."
@@ -153,14 +153,8 @@ class Reasoning:
     ) -> Reasoning:
         """The part for a provider's JSON (wire formats use this when they decode a response, and the
         fake when it reads a request's reasoning: a reasoning model's history holds one per turn or
-        more). A named provider, a text summary and a non-empty dict pass `__post_init__`'s checks by
-        construction, so such a part is made without them (they decode the payload again)."""
-        payload = _COMPACT.encode(data)
-        if type(data) is not dict or not data or type(provider) is not str or not provider or type(summary) is not str:
-            return cls(provider, summary, redacted=redacted, payload=payload)
-        part = _new(cls)
-        part.__dict__.update(provider=provider, summary=summary, redacted=redacted, payload=payload, kind="reasoning")
-        return part
+        more)."""
+        return cls(provider, summary, redacted=redacted, payload=_COMPACT.encode(data))
 
 
 Part = Text | ToolCall | ToolResult | Reasoning
@@ -193,9 +187,6 @@ class Message:
     def text(self) -> str:
         """All text parts joined: what a person would read."""
         return "".join(part.text for part in self.content if isinstance(part, Text))
-
-    # Loops rather than comprehensions: Python 3.11 makes a function of each comprehension it runs, and
-    # these run on every message of every request the sandbox answers.
 
     def tool_calls(self) -> list[ToolCall]:
         """The calls in this turn, in the order the model made them."""
@@ -326,69 +317,3 @@ def assistant_text(text: str) -> Message:
 def tool_result_message(call_id: str, content: str, *, is_error: bool = False) -> Message:
     """The answer to one call. Append one per call, after the assistant turn that made them."""
     return Message("tool", [ToolResult(call_id, content, is_error)])
-
-
-_new = object.__new__
-_T = TypeVar("_T")
-
-
-def assembled(cls: type[_T], **fields: Any) -> _T:
-    """`cls(**fields)` for a frozen dataclass without `__post_init__`, given every one of its fields:
-    the same object, without the frozen `__init__`'s `object.__setattr__` per field. For the objects
-    every answer builds (its `Conversation`, `ModelTurn`, `Exchange`), a few microseconds each."""
-    made = _new(cls)
-    made.__dict__.update(fields)
-    return made
-
-
-def wire_text(text: str) -> Text:
-    """A `Text` a wire format or the script engine built from text it has checked: the same object as
-    `Text(text)`, without the frozen dataclass's per-field `object.__setattr__` (this and the three
-    below are on the path of every request the sandbox answers; a history's parts cost half as much).
-    Each field is stored in the instance's dict in turn: a `dict.update` of keywords builds a dict
-    of them first, a third of the part's cost."""
-    part = _new(Text)
-    fields = part.__dict__
-    fields["text"] = text
-    fields["kind"] = "text"
-    return part
-
-
-def wire_call(call_id: str, name: str, arguments: dict[str, Any], meta: Mapping[str, Any] | None = None) -> ToolCall:
-    """`ToolCall(call_id, name, arguments, meta=meta or {})` for arguments that are a decoded JSON
-    object already (the only thing `ToolCall`'s own check refuses is a non-mapping)."""
-    part = _new(ToolCall)
-    fields = part.__dict__
-    fields["id"] = call_id
-    fields["name"] = name
-    fields["arguments"] = arguments
-    fields["kind"] = "tool_call"
-    fields["meta"] = {} if meta is None else meta
-    return part
-
-
-def wire_result(call_id: str, content: str, is_error: bool = False) -> ToolResult:
-    """`ToolResult(call_id, content, is_error)` for a call id and content that are strings already."""
-    part = _new(ToolResult)
-    fields = part.__dict__
-    fields["call_id"] = call_id
-    fields["content"] = content
-    fields["is_error"] = is_error
-    fields["kind"] = "tool_result"
-    return part
-
-
-def wire_message(role: Role, content: Sequence[Part]) -> Message:
-    """`Message(role, content)` for a role and parts a wire format built itself. The checks `Message`
-    runs on a caller's arguments (a known role, parts of the four types) hold by construction; the
-    one a request can break (reasoning in a turn that is not the model's) falls back to them."""
-    parts = tuple(content)
-    if role != "assistant":
-        for part in parts:  # a loop, not any() of a generator: most messages are not the model's
-            if type(part) is Reasoning:
-                return Message(role, parts)
-    message = _new(Message)
-    fields = message.__dict__
-    fields["role"] = role
-    fields["content"] = parts
-    return message

@@ -256,7 +256,7 @@ class RoomApp:
         ends = asyncio.get_running_loop().time() + STREAM_SECONDS
         try:
             await send({"type": "http.response.body", "body": b"retry: 1000\n\n", "more_body": True})
-            while not gone.done() and not self.service.closing and not _shutting_down(send):
+            while not gone.done() and not self.service.closing:
                 left = ends - asyncio.get_running_loop().time()
                 if left <= 0:
                     break
@@ -283,16 +283,6 @@ class RoomApp:
 
 def _row(service: RoomService, name: str) -> dict[str, Any] | None:
     return next((row for row in service.room.snapshot(time.time())["learners"] if row["name"] == name), None)
-
-
-def _shutting_down(send: Send) -> bool:
-    """Whether the server has begun to shut down, so an endless stream ends within a second instead of
-    holding the shutdown up until its grace runs out. ASGI has no such message for an HTTP request:
-    `sandbox serve`'s own server marks the request's connection `closing`, uvicorn marks its cycle
-    `keep_alive = False`; `send` is a bound method of that cycle in both."""
-    cycle = getattr(send, "__self__", None)
-    connection = getattr(cycle, "connection", None)
-    return getattr(cycle, "keep_alive", True) is False or getattr(connection, "closing", False) is True
 
 
 async def _disconnected(receive: Receive) -> None:

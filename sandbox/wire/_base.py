@@ -50,9 +50,7 @@ def unique_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
     response id, a request id: `answer_identity`), so no other answer has it: a BLAKE2s digest of the
     seed, `length` bytes long (half as many for hex, its hex digits), each byte one character of the
     alphabet by its value modulo the alphabet's size. The first 256 mod size characters come a little
-    more often; an id must be unique and deterministic, not uniform. Every answer writes two such ids,
-    and this is a fifth of `seeded_token`'s instructions (no big-number arithmetic). At most 32
-    characters (64 in hex)."""
+    more often; an id must be unique and deterministic, not uniform. At most 32 characters (64 in hex)."""
     if alphabet == HEX:
         return hashlib.blake2s(seed.encode(), digest_size=(length + 1) // 2).hexdigest()[:length]
     return hashlib.blake2s(seed.encode(), digest_size=length).digest().translate(_by_byte(alphabet)).decode("ascii")
@@ -66,7 +64,7 @@ def seeded_token(seed: str, length: int, alphabet: str = _ALPHANUMERIC) -> str:
     scenario and step: `stable_token`), which scripts, recorded dialogues and learners' transcripts
     quote, so their derivation stays as it was. The conversion takes two digits at a time from a
     table (dividing by the base twice is dividing by its square), and the hex alphabet straight from
-    the hex digest, which holds those digits already."""
+    the hex digest."""
     digest = hashlib.sha256(seed.encode()).digest()
     if alphabet == HEX:
         return (digest.hex()[::-1] + "0" * max(0, length - 64))[:length]
@@ -293,11 +291,9 @@ class WireFormat(ABC):
         """The turn as SSE frames, deterministically chunked; arguments split over many fragments."""
 
     def encode_answer(self, turn: ModelTurn, conversation: Conversation) -> tuple[bytes, Mapping[str, Any] | None]:
-        """A plain answer's body, exactly `encode_response`'s object as `dumps` writes it, and what kept
-        state reads of that object (`KeptState.keep`: its `id`, and a Responses answer's `output`, with
-        the items' stored bytes as `output_bytes`, or an Anthropic one's `content`), or None where the
-        format keeps nothing or leaves that to kept state.
-        A format may put the text together from its parts rather than build the object and encode it."""
+        """A plain answer's body, `encode_response`'s object as `dumps` writes it, and that object, which
+        kept state reads (`KeptState.keep`: its `id`, and a Responses answer's `output` or an Anthropic
+        one's `content`)."""
         response = self.encode_response(turn, conversation)
         return to_bytes(dumps(response)), response
 

@@ -9,7 +9,7 @@ Touches nothing: it only forwards.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -47,8 +47,6 @@ class Jobs:
     encode_stream: Callable[[ModelTurn, Conversation], list[bytes]]
     error: _Error
     """The provider's error envelope."""
-    encode_answer: Callable[[ModelTurn, Conversation], tuple[bytes, Mapping[str, Any] | None]] | None = None
-    """`WireFormat.encode_answer`, where the format writes its plain answer's text itself."""
 
 
 class Bound(WireFormat):
@@ -70,11 +68,6 @@ class Bound(WireFormat):
 
     def encode_stream(self, turn: ModelTurn, conversation: Conversation) -> list[bytes]:
         return self.jobs.encode_stream(turn, conversation)
-
-    def encode_answer(self, turn: ModelTurn, conversation: Conversation) -> tuple[bytes, Mapping[str, Any] | None]:
-        if self.jobs.encode_answer is None:
-            return super().encode_answer(turn, conversation)
-        return self.jobs.encode_answer(turn, conversation)
 
     def error(
         self,

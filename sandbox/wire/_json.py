@@ -4,8 +4,7 @@ decoder when called with no options), and with a nesting limit that does not dep
 Touches nothing but the text it is handed.
 
 Where `orjson` is installed (a dependency of the package, where it installs), a body is read by it
-first: three times faster than `json`'s scanner on a request, which is a tenth of the engine's work
-a request. Only its values are taken, never its verdicts: whatever it refuses (`NaN`, a lone
+first. Only its values are taken, never its verdicts: whatever it refuses (`NaN`, a lone
 surrogate, a number out of a double's range, a BOM, UTF-16) is read again by `json`, whose error the
 wire formats translate into each provider's own, and a body holding a run of 19 digits or more
 (where orjson reads an integer past 64 bits as a float) goes to `json` straight away. So the values
@@ -67,31 +66,17 @@ def decode(data: bytes | bytearray | str, decoder: json.JSONDecoder) -> Any:
     return decoder.decode(data)
 
 
-def orjson_read(raw: bytes, deepest: int = MAX_NESTING) -> tuple[Any, int] | None:
-    """`raw`'s value where orjson reads it as `json` would (see `decode`), and a bound on how deep its
-    arrays and objects nest; None where only `json` may read it (its value or its error): orjson absent or
-    refusing the body (not UTF-8, a BOM, NaN, a lone surrogate escape, bad JSON), a run of 19 digits,
-    more openings than `MAX_NESTING`. A walk that reads only what orjson reads leaves the rest to
-    its full path, and needs no second look for lone surrogates or for nesting below the bound.
-
-    The bound is the count of openings, or half the body's length for a body too short to nest deeper
-    than `deepest` (each level takes an opening and a closing byte): the count is a pass over the body
-    that a short one does without, and a caller with a lower limit of its own says so in `deepest`
-    (at most `MAX_NESTING`)."""
+def orjson_read(raw: bytes) -> tuple[Any] | None:
+    """`raw`'s value (alone in a tuple) where orjson reads it as `json` would (see `decode`); None where
+    only `json` may read it (its value or its error): orjson absent or refusing the body (not UTF-8, a
+    BOM, NaN, a lone surrogate escape, bad JSON), a run of 19 digits, more openings than `MAX_NESTING`."""
     if _orjson_loads is None:  # pragma: no cover - orjson is installed wherever it installs
         return None
     shape = raw.translate(_SHAPE)
-    if _LONG_NUMBER in shape:
+    if _LONG_NUMBER in shape or shape.count(b"[") > MAX_NESTING:
         return None
-    size = len(raw)
-    if size > 2 * deepest + 1:
-        opened = shape.count(b"[")
-        if opened > MAX_NESTING:
-            return None
-    else:
-        opened = size // 2
     try:
-        return _orjson_loads(raw), opened
+        return (_orjson_loads(raw),)
     except ValueError:
         return None
 
@@ -110,9 +95,8 @@ def _utf8(data: bytearray | str) -> bytes | None:
 
 
 _SHAPE = bytes(48 if 48 <= byte <= 57 else 91 if byte in b"[{" else 32 for byte in range(256))
-"""Every ASCII digit to `0`, both opening brackets to `[`, every other byte to a space: one pass
-(a translation and a count, where two counts and a translation cost half as much again) tells
-how many arrays and objects a body opens and whether it holds a run of digits."""
+"""Every ASCII digit to `0`, both opening brackets to `[`, every other byte to a space: the translated
+body tells how many arrays and objects it opens and whether it holds a run of digits."""
 _LONG_NUMBER = b"0" * 19
 """19 digits in a row: an integer orjson might read past 64 bits, where it gives a float."""
 

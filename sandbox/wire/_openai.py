@@ -19,8 +19,7 @@ _MEMO_LENGTH = 256
 request); longer ones are decoded each time, so the memo stays small."""
 _FLAT = (str, int, bool, type(None))
 _PROCESSING_MS = {f"{value:02x}": str(100 + value * 700 // 256) for value in range(256)}
-"""A plausible `openai-processing-ms` (100-797) by the first two hex digits of an answer's identity: a
-look-up, where parsing the digits costs a third of writing the headers."""
+"""A plausible `openai-processing-ms` (100-797) by the first two hex digits of an answer's identity."""
 
 
 def openai_request_headers(request_digest: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SSEEvent", "SSEParser", "dumps", "iter_sse", "quote", "sse_frame", "to_bytes"]
+__all__ = ["SSEEvent", "SSEParser", "compact_bytes", "dumps", "iter_sse", "quote", "sse_frame", "to_bytes"]
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
@@ -28,9 +28,9 @@ _ENCODE: Callable[[Any, int], list[str]] | None = (
     if _make_encoder is not None
     else None
 )
-"""json's C encoder, made once: `json.dumps(data, separators=(",", ":"), ensure_ascii=False)` builds
-an encoder on every call, a good part of the cost of a small answer. No circular check (`markers`
-None): what is encoded here are the trees the fake builds for its answers, never circular."""
+"""json's C encoder, made once, writing what `json.dumps(data, separators=(",", ":"), ensure_ascii=False)`
+writes. No circular check (`markers` None): what is encoded here are the trees the fake builds for
+its answers, never circular."""
 
 
 def dumps(data: Any) -> str:
@@ -41,8 +41,13 @@ def dumps(data: Any) -> str:
 
 
 quote: Callable[[str], str] = json.encoder.encode_basestring
-"""A string as JSON text, exactly as `dumps` writes it (the function `dumps` calls for one, called
-straight: a stream's many small fragments cost a third as much)."""
+"""A string as JSON text, exactly as `dumps` writes it."""
+
+
+def compact_bytes(data: Any) -> bytes:
+    """`dumps(data)` as UTF-8, a lone surrogate kept as its own bytes (`surrogatepass`): how kept state
+    stores a request's items and an answer's, to be read back as the same values."""
+    return dumps(data).encode("utf-8", "surrogatepass")
 
 
 def to_bytes(json_text: str) -> bytes:

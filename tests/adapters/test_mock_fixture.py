@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
 
 TESTS = """

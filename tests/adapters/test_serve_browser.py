@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox.adapters.server import background
+from tests.loopback import serving
 from tests.room.test_browser import ARGS, CHROMIUM
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>learner's page</title></head>
 <body style="font: 16px sans-serif"><h1>A learner's page calling the sandbox</h1>
@@ -96,7 +98,7 @@ def browser() -> Iterator[Any]:
 def test_a_web_page_on_another_origin_calls_the_sandbox_as_it_would_the_real_apis(
     browser: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    with background(sandbox.Engine()) as base, page_server() as origin:
+    with serving(sandbox.Engine()) as base, page_server() as origin:
         context = browser.new_context(viewport={"width": 1100, "height": 900})
         try:
             page = context.new_page()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -86,6 +87,7 @@ def test_serve_budget_option_stops_a_runaway(served: tuple[str, subprocess.Popen
     assert "this exact request has arrived 5 times" in message and "over the budget of 3" in message
 
 
+@pytest.mark.slow
 def test_serve_repeat_guard_never_refuses_people_behind_one_address(served: tuple[str, subprocess.Popen[str]]) -> None:
     """Sixty learners behind one NAT address send the same correct first request: all answered."""
     base, _ = served
@@ -103,3 +105,32 @@ def test_serve_banner_says_where_to_point_the_sdks(served: tuple[str, subprocess
     output = process.communicate(timeout=10)[0]
     assert f"Serving the sandbox at {base}" in output
     assert f"base_url={base}/v1" in output
+
+
+def test_serve_on_port_0_prints_the_port_it_bound() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sandbox", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        found = re.match(r"Serving the sandbox at http://127\.0\.0\.1:(\d+) \(Ctrl-C to stop\)\.", first)
+        assert found is not None and found[1] != "0", first
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{found[1]}/health", timeout=1)
+                break
+            except httpx.ConnectError:  # the banner comes as the port is bound, just before it listens
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        assert health.json()["status"] == "ok"
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0, "SIGTERM ends `sandbox serve` with status 0"
+        if process.stdout is not None:
+            process.stdout.close()

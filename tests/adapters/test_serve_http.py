@@ -1,10 +1,11 @@
 """`sandbox serve` as browsers and HTTP clients meet it: HEAD, CORS preflights and headers, and
-compressed request bodies, answered as the real APIs answer them (see `sandbox/adapters/server/_answer.py`
+compressed request bodies, answered as the real APIs answer them (see `sandbox/adapters/_asgi.py`
 for the evidence). A real server in a child process on a free loopback port; requests with httpx.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import subprocess
@@ -16,11 +17,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-import sandbox
-from sandbox.adapters.server import Front
 from tests.reliability.test_server import ROOT, _free_port, _wait_until_up
 
-_SERVE = "import sys, sandbox; sandbox.serve(sandbox.Engine(budget=10**6), host='127.0.0.1', port=int(sys.argv[1]))"
+_SERVE = (
+    "import sys, sandbox; sandbox.serve(sandbox.Engine(budget=10**6), host='127.0.0.1', port=int(sys.argv[1]), "
+    "cors_origins=sys.argv[2:] or ['*'])"
+)
 ORIGIN = "http://localhost:3000"
 BODIES = {
     "/v1/chat/completions": {"model": "plain_text", "messages": [{"role": "user", "content": "hi"}]},
@@ -31,11 +33,12 @@ BODIES = {
 BROWSER = {"origin": ORIGIN, "anthropic-dangerous-direct-browser-access": "true"}
 
 
-@pytest.fixture(scope="module")
-def base() -> Iterator[str]:
+@contextlib.contextmanager
+def serving(*origins: str) -> Iterator[str]:
     with tempfile.TemporaryFile() as log:
         port = _free_port()
-        process = subprocess.Popen([sys.executable, "-c", _SERVE, str(port)], stdout=log, stderr=log, cwd=ROOT)
+        command = [sys.executable, "-c", _SERVE, str(port), *origins]
+        process = subprocess.Popen(command, stdout=log, stderr=log, cwd=ROOT)
         try:
             if not _wait_until_up(process, f"http://127.0.0.1:{port}"):
                 log.seek(0)
@@ -44,6 +47,12 @@ def base() -> Iterator[str]:
         finally:
             process.terminate()
             process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    with serving() as url:
+        yield url
 
 
 def test_head_is_get_without_the_body(base: str) -> None:
@@ -89,17 +98,21 @@ def test_anthropic_refuses_a_browser_that_did_not_opt_in_as_the_real_api_does(ba
 
 
 def test_cors_origin_narrows_who_may_call() -> None:
-    front = Front(sandbox.Engine(), cors_origins=[ORIGIN])
     ask = {"access-control-request-method": "POST"}
-    allowed = front.early("OPTIONS", "/v1/chat/completions", {"origin": ORIGIN, **ask})
-    assert allowed is not None and allowed.status == 204
+    path = "/v1/chat/completions"
+    with serving(ORIGIN) as narrowed:
+        allowed = httpx.options(f"{narrowed}{path}", headers={"origin": ORIGIN, **ask}, timeout=10)
+        other = httpx.options(f"{narrowed}{path}", headers={"origin": "http://evil.example", **ask}, timeout=10)
+        answer = httpx.post(
+            f"{narrowed}{path}", json=BODIES[path], headers={"origin": "http://evil.example"}, timeout=10
+        )
+        mine = httpx.post(f"{narrowed}{path}", json=BODIES[path], headers={"origin": ORIGIN}, timeout=10)
+    assert allowed.status_code == 204
     assert allowed.headers["access-control-allow-origin"] == ORIGIN and allowed.headers["vary"] == "origin"
-    other = front.early("OPTIONS", "/v1/chat/completions", {"origin": "http://evil.example", **ask})
-    assert other is not None and other.status == 403
-    assert "--cors-origin http://evil.example" in json.loads(other.chunks[0])["error"]["message"]
-    body = json.dumps(BODIES["/v1/chat/completions"]).encode()
-    answer = front.answer("POST", "/v1/chat/completions", "", {"origin": "http://evil.example"}, body, "x:1")
-    assert answer.status == 200 and "access-control-allow-origin" not in answer.headers
+    assert other.status_code == 403
+    assert "--cors-origin http://evil.example" in other.json()["error"]["message"]
+    assert answer.status_code == 200 and "access-control-allow-origin" not in answer.headers
+    assert mine.headers["access-control-allow-origin"] == ORIGIN
 
 
 def _br(data: bytes) -> bytes:

@@ -1,9 +1,9 @@
-"""`sandbox serve` against clients that try to take it down: slow heads and bodies, oversized bodies,
-a thousand idle connections, and a large request in flight while a small one waits.
+"""`sandbox serve` against clients that try to take it down: slow or huge heads, slow bodies, oversized
+bodies, a thousand idle connections, and a large request in flight while a small one waits.
 
 Raw sockets to 127.0.0.1 only, every wait bounded, every connection closed by the test. The server
-runs in a child process started with the common open-file limit of 1,024, with 1-second head and
-body deadlines so that the tests wait seconds, not the defaults' tens of seconds.
+runs in a child process started with the common open-file limit of 1,024, with 1-second idle (and
+head) and body deadlines so that the tests wait seconds, not the defaults' tens of seconds.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import pytest
 import uvicorn
 
 import sandbox
-from sandbox.adapters.server import QuietLog
+from sandbox.adapters._serve import QuietLog
 from tests.reliability.test_server import ROOT, _free_port, _wait_until_up
 
 resource = pytest.importorskip("resource")
 
 _SERVE = (
     "import sys, sandbox; sandbox.serve(sandbox.Engine(), host='127.0.0.1', port=int(sys.argv[1]), "
-    "head_timeout=1.0, body_timeout=1.0, log_level='info')"
+    "keep_alive=1.0, body_timeout=1.0, log_level='info')"
 )
 DEADLINE = 30.0
 """Generous: each limit acts within about a second; a busy machine may take many times that."""
@@ -83,11 +83,13 @@ def _read_all(sock: socket.socket) -> bytes:
     raise AssertionError(f"the server kept the connection open past {DEADLINE} s; got {data[:200]!r}")
 
 
+@pytest.mark.slow
 def test_an_idle_connection_is_closed(served: tuple[int, IO[bytes]]) -> None:
     with _connect(served[0]) as sock:
         assert _read_all(sock) == b""
 
 
+@pytest.mark.slow
 def test_a_head_sent_a_byte_at_a_time_is_cut_off(served: tuple[int, IO[bytes]]) -> None:
     head = b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n" + b"x-slow: " + b"a" * 400
     with _connect(served[0]) as sock:
@@ -102,6 +104,22 @@ def test_a_head_sent_a_byte_at_a_time_is_cut_off(served: tuple[int, IO[bytes]]) 
         assert closed or _read_all(sock) == b""
 
 
+def test_a_head_over_64_kib_is_refused_with_a_400_that_says_so(served: tuple[int, IO[bytes]]) -> None:
+    """The server stops reading a head at 64 KiB, rather than keep whatever a client sends in memory."""
+    line = b"x-filler: " + b"a" * 8000 + b"\r\n"
+    with _connect(served[0]) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n")
+        try:
+            for _ in range(1000):  # 8 MB, if nothing stopped it
+                sock.sendall(line)
+        except OSError:  # the server closed the connection: what it answered is still readable
+            pass
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"The request head is over 65536 bytes" in answer
+
+
+@pytest.mark.slow
 def test_a_body_sent_a_byte_at_a_time_gets_a_408(served: tuple[int, IO[bytes]]) -> None:
     with _connect(served[0]) as sock:
         sock.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{")

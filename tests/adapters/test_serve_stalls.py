@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -79,6 +80,7 @@ def big_stream_request() -> bytes:
 
 
 def rss_kb(pid: int) -> int:
+    """The process's resident memory, in KiB."""
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 
@@ -88,6 +90,11 @@ def stalled_reader(port: int, raw: bytes) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)  # and never reads
     sock.sendall(raw)
     return sock
+
+
+def open_files(pid: int) -> int:
+    """The server's open file descriptors: one for each connection it holds."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def drain(sock: socket.socket) -> tuple[int, bool]:
@@ -105,35 +112,36 @@ def drain(sock: socket.socket) -> tuple[int, bool]:
     return total, False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's RSS from /proc")
-def test_answers_nobody_reads_are_dropped_and_their_memory_freed() -> None:
-    """Five readers that never read a ~20 MB streamed answer each: every answer is cut once it stops
-    leaving for the 1 s write timeout, and the memory it held is given back to the system, all of it
-    (without `keep_big_blocks_mapped`, glibc kept about 40% of the baseline in its heap)."""
+def test_answers_nobody_reads_are_dropped_and_the_memory_they_held_is_reused() -> None:
+    """Three waves of five readers that never read a ~20 MB streamed answer: every answer is cut once
+    it stops leaving for the 1 s write timeout (none is delivered later), and the server's memory
+    after the third wave is no more than after the first, so stalled readers cannot make it grow."""
     raw = big_stream_request()
+    full = 5 * len(raw)  # a Responses stream repeats the text in four done events
+    after: list[int] = []
+    results: list[tuple[int, bool]] = []
     with serving(write_timeout=1.0) as (port, process, log):
-        before = peak = rss_kb(process.pid)
-        sockets = [stalled_reader(port, raw) for _ in range(STALLED)]
-        try:
-            deadline = time.monotonic() + DEADLINE
-            while time.monotonic() < deadline and _log_text(log).count(DROPPED) < STALLED:
-                peak = max(peak, rss_kb(process.pid))
-                time.sleep(0.1)
-            after = rss_kb(process.pid)  # the memory goes back as each answer is dropped: on a busy
-            while time.monotonic() < deadline and after * 2 >= before * 3:  # machine, wait for it
-                time.sleep(0.25)
-                after = rss_kb(process.pid)
-            results = [drain(sock) for sock in sockets]
-        finally:
-            for sock in sockets:
-                sock.close()
+        for _ in range(3):
+            held = open_files(process.pid)
+            sockets = [stalled_reader(port, raw) for _ in range(STALLED)]
+            try:
+                deadline = time.monotonic() + DEADLINE
+                while open_files(process.pid) <= held and time.monotonic() < deadline:  # accepted...
+                    time.sleep(0.05)
+                while open_files(process.pid) > held and time.monotonic() < deadline:  # ... and let go
+                    time.sleep(0.1)
+                results += [drain(sock) for sock in sockets]
+            finally:
+                for sock in sockets:
+                    sock.close()
+            after.append(rss_kb(process.pid))
         health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=DEADLINE)
         text = _log_text(log)
-    full = 5 * len(raw)  # a Responses stream repeats the text in four done events
-    assert text.count(DROPPED) == STALLED, text
+    assert DROPPED in text, text
     assert all(cut and got < full // 2 for got, cut in results), results  # cut, not delivered later
-    assert (peak - before) * 1024 > STALLED * full // 2, (before, peak)  # the answers were held...
-    assert after * 2 < before * 3, (before, peak, after)  # ... and the process is back within 1.5x of its start
+    assert after[2] * 4 <= after[0] * 5, after  # within 1.25x of the first wave's: reused, not grown
     assert health.status_code == 200
 
 
@@ -145,6 +153,7 @@ def _log_text(log: IO[bytes]) -> str:
     return log.read().decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_sigterm_with_a_stalled_reader_exits_0_within_the_grace_and_says_what_was_cut() -> None:
     with serving(write_timeout=60.0) as (port, process, log):
         sock = stalled_reader(port, big_stream_request())
@@ -162,11 +171,12 @@ def test_sigterm_with_a_stalled_reader_exits_0_within_the_grace_and_says_what_wa
         text = log.read().decode(errors="replace")
     assert status == 0, text
     assert took < 2.0 + 8.0, took  # the 2 s grace, and a busy machine's slack
-    assert "cut after the 2 s grace: POST /v1/responses (200) to 127.0.0.1:" in text
-    assert "bytes not yet read" in text
+    assert "shutdown: cut an answer still being sent: POST /v1/responses (200) to 127.0.0.1:" in text
+    assert "bytes not yet sent" in text
     assert "Traceback" not in text
 
 
+@pytest.mark.slow
 def test_sigterm_lets_an_answer_in_flight_finish() -> None:
     with serving() as (port, process, log):
         with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as sock:
@@ -181,6 +191,7 @@ def test_sigterm_lets_an_answer_in_flight_finish() -> None:
     assert answer.startswith(b"HTTP/1.1 200") and b"connection: close" in answer
 
 
+@pytest.mark.slow
 def test_a_413_is_read_by_clients_still_sending_their_bodies() -> None:
     """Eight clients at once send 8 MiB each (twice the limit), half of them chunked, with
     http.client, which stops at the first failed send: every one reads the 413, none a reset."""
@@ -236,7 +247,7 @@ def test_a_flood_of_idle_and_slow_connections_does_not_turn_newcomers_away() -> 
             sock.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert answered == [200] * 12
-    assert "closed the 60 oldest idle or slow ones to make room" in text
+    assert "closed 60 idle ones to make room" in text
 
 
 def _probe(port: int) -> int:

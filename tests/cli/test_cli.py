@@ -148,6 +148,7 @@ def test_watch_rejects_a_bad_interval(course: Path, capsys: pytest.CaptureFixtur
     assert "--interval 0.0: use a number of seconds above 0." in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_list_shows_each_challenge_and_the_progress(
     course: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -170,6 +171,7 @@ def test_list_shows_each_challenge_and_the_progress(
     assert main(["list", "--dir", str(course)]) == 0
 
 
+@pytest.mark.slow
 def test_check_exits_with_the_grade(course: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "2", "--dir", str(course)]) == 1
     count = collected_tests("02_bounded_loop")
@@ -179,6 +181,7 @@ def test_check_exits_with_the_grade(course: Path, capfd: pytest.CaptureFixture[s
     assert f"{count} passed" in capfd.readouterr().out
 
 
+@pytest.mark.slow
 def test_solution_unlocks_once_the_challenge_passes(course: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["solution", "1", "--dir", str(course)]) == 1
     count = collected_tests("01_apply_tool_results")
@@ -191,6 +194,7 @@ def test_solution_unlocks_once_the_challenge_passes(course: Path, capfd: pytest.
     assert "def apply_tool_results(" in capfd.readouterr().out
 
 
+@pytest.mark.slow
 def test_watch_grades_again_on_save_and_moves_on(course: Path) -> None:
     command = [sys.executable, "-c", "import sys; from sandbox.cli import main; sys.exit(main())"]
     process = subprocess.Popen(
@@ -239,10 +243,10 @@ def test_serve_builds_the_engine_from_its_options(
     served: dict[str, Any] = {}
 
     def fake_serve(
-        engine: sandbox.Engine, *, host: str, port: int, cors_origins: Any, ready: Callable[[], None]
+        engine: sandbox.Engine, *, host: str, port: int, cors_origins: Any, ready: Callable[[int], None]
     ) -> None:
         served.update(engine=engine, host=host, port=port, cors_origins=cors_origins)
-        ready()  # the port is bound: the banner follows
+        ready(port)  # the port is bound: the banner follows
 
     monkeypatch.setattr(sandbox.cli._main, "serve", fake_serve)
     assert main(["serve", "--port", "9001", "--scenario", "runaway", "--budget", "7"]) == 0

@@ -91,6 +91,7 @@ def test_go_sources_are_gofmt_clean(go: str) -> None:
         assert done.returncode == 0 and done.stdout == "", f"not gofmt-formatted: {done.stdout}{done.stderr}"
 
 
+@pytest.mark.slow
 def test_go_vet_finds_nothing(go: str, go_env: dict[str, str]) -> None:
     done = subprocess.run(
         [go, "vet", "./..."], cwd=GO_MODULE, env=go_env, capture_output=True, text=True, timeout=600, check=False
@@ -98,6 +99,7 @@ def test_go_vet_finds_nothing(go: str, go_env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_go_client_passes_its_own_tests(go: str, go_env: dict[str, str]) -> None:
     """skyl's stream decoding and echo rules, case by case (sandbox/skyl/golang/skyl/skyl_test.go)."""
     done = subprocess.run(
@@ -112,6 +114,7 @@ def test_the_go_client_passes_its_own_tests(go: str, go_env: dict[str, str]) -> 
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_go_reference_passes_every_challenge_on_all_four_wire_formats(
     go_programs: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -128,6 +131,7 @@ def test_the_go_reference_passes_every_challenge_on_all_four_wire_formats(
     assert "Traceback" not in out and "CancelledError" not in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mistake", "challenge", "failing", "lesson"),
     [
@@ -192,6 +196,7 @@ def test_the_stop_reason_mistake_is_told_about_the_stop_reason(
     assert "stop reason" in headline and "ToolCalls()" not in headline, headline
 
 
+@pytest.mark.slow
 def test_a_stream_rebuilt_from_the_last_fragment_is_told_to_join_the_fragments(
     go_programs: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -207,6 +212,7 @@ def test_a_stream_rebuilt_from_the_last_fragment_is_told_to_join_the_fragments(
         assert names_rule(test["output"], STREAM), test["output"]
 
 
+@pytest.mark.slow
 def test_a_room_of_go_submissions_gets_one_honest_report_each(
     go: str, go_env: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -279,6 +285,7 @@ def node() -> str:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("challenges", "wire"),
     [(None, "gemini"), ("5", "openai-responses"), ("9", "openai-responses"), ("3", "openai"), ("10", "anthropic")],
@@ -294,6 +301,7 @@ def test_the_javascript_reference_passes(
     assert re.search(r"Progress \[#+\] (\d+)/\1 challenges passed", out), out
 
 
+@pytest.mark.slow
 def test_a_program_that_speaks_fewer_formats_is_told_to_use_wire(
     node: str, capsys: pytest.CaptureFixture[str], readable_tmp: Path
 ) -> None:
@@ -318,6 +326,7 @@ JS_GIVE_UP = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mistake", "find", "replace", "failing", "lesson"),
     [
@@ -378,6 +387,7 @@ GO_GIVE_UP = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mistake", "find", "replace", "failing", "lesson"),
     [
@@ -419,6 +429,7 @@ def test_a_go_retry_mistake_fails_with_its_rule_named(
     _assert_caught_in_10(capsys, tmp_path, "anthropic", [str(program)], failing, lesson, "go")
 
 
+@pytest.mark.slow
 def test_the_javascript_feedback_names_the_javascript_api(
     node: str, capsys: pytest.CaptureFixture[str], readable_tmp: Path
 ) -> None:

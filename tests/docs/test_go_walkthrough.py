@@ -36,6 +36,7 @@ def challenge_states(out: str) -> dict[str, str]:
     return dict(re.findall(r"^\s+(\d\d)_\w+\s+(passed|failing|not started|not run)\b", out, re.MULTILINE))
 
 
+@pytest.mark.slow
 def test_the_go_walkthrough_runs_as_written_from_an_empty_folder(
     go: str, go_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -108,6 +109,7 @@ def test_the_loop_in_the_scaffold_is_the_lessons_own() -> None:
     assert LESSON_LOOP in (GO_SOURCES / "main.go").read_text()
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_the_go_sources(tmp_path: Path) -> None:
     """Built from a copy, so the build leaves nothing in the checkout."""
     source = tmp_path / "source"
@@ -157,6 +159,7 @@ def test_init_refuses_a_folder_that_is_not_empty(
         assert (target / "main.go").read_text() == "package main\n"  # never overwritten
 
 
+@pytest.mark.slow
 def test_an_existing_module_takes_the_client_as_the_readme_says(
     go: str, go_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -7,6 +7,8 @@ import io
 import re
 from pathlib import Path
 
+import pytest
+
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 
 
@@ -100,6 +102,7 @@ print("imported", len(sys.argv) - 1, "files")
 """
 
 
+@pytest.mark.slow
 def test_the_learners_install_is_enough_to_grade() -> None:
     """Every module of the package, every challenge's grading tests and every reference solution import
     with nothing but the package's own dependencies (the `dev` extra's SDKs and frameworks blocked)."""

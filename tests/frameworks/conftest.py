@@ -86,7 +86,7 @@ def no_names_but_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]
 
 @pytest.fixture(scope="package")
 def server() -> Iterator[str]:
-    """`sandbox serve` (its own HTTP protocol, in a thread) on a free port of 127.0.0.1: http://127.0.0.1:PORT."""
+    """`sandbox serve` (its uvicorn server, in a thread) on a free port of 127.0.0.1: http://127.0.0.1:PORT."""
     with serving(sandbox.Engine(budget=BUDGET)) as base:
         yield base
 

@@ -113,6 +113,7 @@ def test_state_file_is_gitignored() -> None:
 # -- stubs and solutions ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_stub_reports_not_started(pytester: pytest.Pytester) -> None:
     stubs = pytester.mkdir("stubs")
     for name in NAMES:
@@ -124,6 +125,7 @@ def test_every_stub_reports_not_started(pytester: pytest.Pytester) -> None:
     assert len(report["tests"]) > 100
 
 
+@pytest.mark.slow
 def test_every_solution_passes(pytester: pytest.Pytester) -> None:
     report = grade(pytester, SOLUTIONS, str(CHALLENGES))
     failed = [test["name"] + "\n" + test["output"] for test in report["tests"] if test["status"] != "passed"]

@@ -148,6 +148,7 @@ def test_a_refused_request_is_read_for_its_transcript(provider: str) -> None:
     assert messages[1].tool_calls() == [] and messages[2].tool_results()[0].content == "18C, clear"
 
 
+@pytest.mark.slow
 def test_the_reference_program_passes_every_challenge(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     report = tmp_path / "results.json"
     status, out = grade(capsys, "--wire", "openai", "--report", str(report), "--", *LOOP)
@@ -162,6 +163,7 @@ def test_the_reference_program_passes_every_challenge(capsys: pytest.CaptureFixt
     assert results["tests"][0]["name"] == first
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("challenge", ["3", "5", "7", "8"])
 def test_the_reference_program_passes_on_anthropic(capsys: pytest.CaptureFixture[str], challenge: str) -> None:
     status, out = grade(capsys, challenge, "--wire", "anthropic", "--", *LOOP)
@@ -173,6 +175,7 @@ def names_rule(out: str, lesson: Lesson) -> bool:
     return " ".join(f"Rule: {lesson.rule}".split()) in " ".join(out.split())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mistake", "challenge", "says", "lesson"),
     [
@@ -196,6 +199,7 @@ def test_a_mistake_fails_with_its_rule_named(
     assert "failing" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mistake", "wire", "failing", "says", "lesson"),
     [
@@ -233,6 +237,7 @@ def test_a_retry_mistake_fails_with_its_rule_named(
     assert tests[f"10_retry_without_repeating: is_still_bounded[runaway-{wire}]"]["status"] == "passed"
 
 
+@pytest.mark.slow
 def test_only_the_generated_scenarios_catch_a_loop_that_answers_three_calls_a_turn(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -248,6 +253,7 @@ def test_only_the_generated_scenarios_catch_a_loop_that_answers_three_calls_a_tu
     assert names_rule(out, lesson_for(Rule.MISSING_RESULT))
 
 
+@pytest.mark.slow
 def test_a_generated_failure_that_does_not_happen_again_still_fails(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -270,6 +276,7 @@ def test_a_generated_failure_that_does_not_happen_again_still_fails(
     assert "one at a time" in out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="process groups and /proc are POSIX")
 def test_a_program_that_hangs_is_killed_with_everything_it_started(
     capsys: pytest.CaptureFixture[str], tmp_path: Path

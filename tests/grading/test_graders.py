@@ -731,6 +731,7 @@ def _expectations() -> Iterator[object]:
             yield pytest.param(name, expectation, id=f"{name}-{number}", marks=marks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mutant", "expected"), list(_expectations()))
 def test_mutant_is_caught_for_the_right_reason(mutant: str, expected: Caught) -> None:
     graded = grade(MUTANTS_DIR / mutant, MUTANTS[mutant].isolate)
@@ -766,6 +767,7 @@ def test_mutant_fails_cleanly(mutant: str) -> None:
     assert not twice, f"a failure of {mutant} is printed twice, chained to another:\n{_show(graded, twice)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(path.name for path in VARIANTS_DIR.iterdir() if path.is_dir()))
 def test_variant_passes(variant: str) -> None:
     graded = grade(VARIANTS_DIR / variant)
@@ -790,6 +792,7 @@ def solutions() -> Graded:
     return _in_process("", SOLUTIONS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_stub_reports_not_started(stubs: Graded, folder: str) -> None:
     names = _of(stubs, folder)
@@ -801,6 +804,7 @@ def test_stub_reports_not_started(stubs: Graded, folder: str) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_solution_passes(solutions: Graded, folder: str) -> None:
     assert not solutions.crash, solutions.crash

@@ -181,6 +181,7 @@ def test_other_cases_are_one_line_per_test_function() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_check_8_with_an_unawaited_client_fits_on_a_screen(tmp_path: Path) -> None:
     """The issue's case: one missing `await` fails all 32 of 08's tests, shown in under 60 lines."""
     root = Path(__file__).resolve().parents[2]

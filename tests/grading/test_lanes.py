@@ -171,6 +171,7 @@ def test_lanes_report_what_one_lane_reports(tmp_path: Path, course: str) -> None
             assert len(set().union(*ran.values())) == 3, ran
 
 
+@pytest.mark.slow
 def test_a_lane_grades_what_it_claims_in_its_own_order_and_it_is_reported_in_test_order(tmp_path: Path) -> None:
     """The first lane is held in its first test until the forked lane, done with the last challenge (02 and
     03 have as many tests: the last of them first), has taken the middle one: that lane graded 03 then 02,
@@ -189,6 +190,7 @@ def test_a_lane_grades_what_it_claims_in_its_own_order_and_it_is_reported_in_tes
     )
 
 
+@pytest.mark.slow
 def test_a_run_that_stops_at_its_first_failure_keeps_one_lane(tmp_path: Path) -> None:
     _course(tmp_path, COURSES["a failing challenge in the second lane"])
     done, pids = _grade(tmp_path, 2, "-x")
@@ -199,6 +201,7 @@ def test_a_run_that_stops_at_its_first_failure_keeps_one_lane(tmp_path: Path) ->
     assert "stopping after 1 failures" in done.stdout
 
 
+@pytest.mark.slow
 def test_tests_the_second_lane_did_not_report_run_in_the_first(tmp_path: Path) -> None:
     _course(tmp_path, COURSES["a failing challenge in the second lane"])
     one, one_pids = _grade(tmp_path, 1)
@@ -218,6 +221,7 @@ def test_tests_the_second_lane_did_not_report_run_in_the_first(tmp_path: Path) -
     assert [pid in first for nodeid, pid in ran if "03_several_calls" in nodeid] == [False] * 3 + [True] * 17
 
 
+@pytest.mark.slow
 def test_a_room_hears_from_two_lanes_what_it_hears_from_one(tmp_path: Path) -> None:
     """The room's reporter learns each failure's rule and feedback where the test ran; from the second
     lane they travel on the reports."""

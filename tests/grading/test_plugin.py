@@ -159,6 +159,7 @@ def test_learner_exception_shows_only_the_learners_frames(pytester: pytest.Pytes
     result.stdout.no_fnmatch_line("*_runner.py*")
 
 
+@pytest.mark.slow
 def test_hang_fails_its_own_test_with_a_message(pytester: pytest.Pytester) -> None:
     make_course(pytester, BUSY_HANG)
     started = time.monotonic()
@@ -229,6 +230,7 @@ def test_report_scores_passing_tests(pytester: pytest.Pytester) -> None:
     assert report["extra_data"]["challenges"]["01_loop"]["status"] == "passed"
 
 
+@pytest.mark.slow
 def test_a_process_that_exits_fails_only_its_own_test(pytester: pytest.Pytester) -> None:
     crash = "import os\n" + LOOP.replace(
         "    for _ in range(5):", "    if client.provider == 'openai':\n        os._exit(0)\n    for _ in range(5):"

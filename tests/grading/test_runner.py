@@ -134,6 +134,7 @@ def test_printed_output_is_kept_to_a_readable_size(worker: Worker) -> None:
     assert worker.output() == ("", ""), "each call's output is handed over once"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds processes through /proc")
 def test_detached_processes_die_with_the_zygote(tmp_path: Path) -> None:
     module = tmp_path / "learner.py"

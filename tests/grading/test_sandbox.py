@@ -32,6 +32,8 @@ import pytest
 
 from sandbox.grading.boundary._isolation import choose
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPLOITS = ROOT / "tests" / "exploits"
 SELECTION = "openai and not responses"

@@ -19,6 +19,8 @@ import pytest
 from sandbox.cli import main
 from sandbox.grading.judge._progress import CLEAR
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 WAITING = "Waiting for you to save a file... (stuck? sandbox hint 1"

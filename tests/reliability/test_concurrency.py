@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 
 import httpx
+import pytest
 
 import sandbox
 from sandbox import skyl
@@ -106,6 +107,7 @@ def shuffled(items: tuple[Recorded, ...], seed: int) -> list[Recorded]:
     return order
 
 
+@pytest.mark.slow
 def test_threads_on_one_transport_get_the_serial_runs_bytes() -> None:
     recorded = serial_run()
     shared = sandbox.transport(journal_size=None)
@@ -136,6 +138,7 @@ def test_threads_on_one_transport_get_the_serial_runs_bytes() -> None:
     assert not shared.journal.errors()
 
 
+@pytest.mark.slow
 def test_asyncio_tasks_on_one_transport_get_the_serial_runs_bytes() -> None:
     recorded = serial_run()
     shared = sandbox.transport(journal_size=None)

@@ -10,6 +10,8 @@ import pytest
 
 from tests.grading.test_plugin import GRADING_TEST, LOOP
 
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
 
 HINTS = "".join(

@@ -29,6 +29,8 @@ from sandbox.wire import get_wire_format
 from sandbox.wire._sse import iter_sse
 from tests.reliability.test_concurrency import Recorded, masked, serial_run, shuffled
 
+pytestmark = pytest.mark.slow
+
 BURST = 5_000
 CONNECTIONS = 50
 SAMPLE = 40

@@ -18,6 +18,7 @@ import pytest
 from sandbox.grading.judge._meta import load_challenges
 from tests.room_server import APPEND_ONCE, SCREENSHOTS, TURN_FIRST, Learner, Served, run, serving_room
 
+pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
     "--headless",
@@ -78,6 +79,7 @@ def _count(page: Any, selector: str, expected: int) -> None:
     )
 
 
+@pytest.mark.slow
 def test_page_table_fills_and_updates_while_learners_post(page: Any, served: Served) -> None:
     assert page.locator("td.empty").inner_text() == "No learner has joined yet."
     learners = [Learner.join(served.room, f"learner {number:02}") for number in range(6)]
@@ -95,6 +97,7 @@ def test_page_table_fills_and_updates_while_learners_post(page: Any, served: Ser
     assert since.endswith("s ago"), since
 
 
+@pytest.mark.slow
 def test_page_marks_a_stuck_learner(browser: Any, tmp_path: Path) -> None:
     with serving_room(tmp_path / "room.db", heartbeat=0.2, stuck_minutes=0.05) as served:
         context = browser.new_context(viewport={"width": 1400, "height": 800})
@@ -118,6 +121,7 @@ def test_page_marks_a_stuck_learner(browser: Any, tmp_path: Path) -> None:
         context.close()
 
 
+@pytest.mark.slow
 def test_page_counts_the_rules_broken_right_now(page: Any, served: Served) -> None:
     for name in ("a", "b", "c"):
         Learner.join(served.room, name).post(run(**{"01_apply_tool_results": (0, 3, APPEND_ONCE)}))
@@ -136,6 +140,7 @@ def test_page_counts_the_rules_broken_right_now(page: Any, served: Served) -> No
     assert shown == [("3", APPEND_ONCE), ("1", TURN_FIRST)]
 
 
+@pytest.mark.slow
 def test_page_shows_a_hostile_name_and_failure_as_text(page: Any, served: Served) -> None:
     hostile = Learner.join(served.room, HOSTILE[:40])
     hostile.post(run(**{"01_apply_tool_results": (0, 1, HOSTILE)}))
@@ -213,6 +218,7 @@ def _loop_with_a_repeated_turn(served: Served, learner: Learner) -> None:
     httpx.post(f"{served.base}/v1/chat/completions", json=body, headers=headers, timeout=10)
 
 
+@pytest.mark.slow
 def test_page_screenshot_for_the_projector(page: Any, served: Served, tmp_path_factory: pytest.TempPathFactory) -> None:
     served.service.room.titles.update({info.name: info.title for info in load_challenges(ROOT / "challenges")})
     _workshop(served)

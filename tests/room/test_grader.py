@@ -51,6 +51,7 @@ def test_scrub_keeps_the_frame_and_drops_the_learners_line_of_code() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_pytest_room_posts_tallies_rules_and_feedback_never_code(tmp_path: Path) -> None:
     with serving_room(tmp_path / "room.db") as served:
         done = _pytest(tmp_path, "--room", served.room, "--name", "Ada")
@@ -82,6 +83,7 @@ def test_pytest_room_posts_tallies_rules_and_feedback_never_code(tmp_path: Path)
         assert (tmp_path / "rooms.json").read_text(encoding="utf-8") == cached, "one join per learner, not per run"
 
 
+@pytest.mark.slow
 def test_pytest_room_joins_again_when_the_room_forgot_the_token(tmp_path: Path) -> None:
     port = _closed_port()
     with serving_room(tmp_path / "first.db", port=port) as served:
@@ -92,6 +94,7 @@ def test_pytest_room_joins_again_when_the_room_forgot_the_token(tmp_path: Path) 
         assert [row["name"] for row in fresh.instructor("/api/state").json()["learners"]] == ["Ada"]
 
 
+@pytest.mark.slow
 def test_pytest_room_joins_from_the_environment(tmp_path: Path) -> None:
     with serving_room(tmp_path / "room.db") as served:
         done = _pytest(tmp_path, env={"SANDBOX_ROOM": served.room, "SANDBOX_ROOM_NAME": "Grace"})
@@ -99,6 +102,7 @@ def test_pytest_room_joins_from_the_environment(tmp_path: Path) -> None:
         assert [row["name"] for row in served.instructor("/api/state").json()["learners"]] == ["Grace"]
 
 
+@pytest.mark.slow
 def test_pytest_room_down_grading_goes_on_and_says_so_once(tmp_path: Path) -> None:
     alone = _pytest(tmp_path)
     down = _pytest(tmp_path, "--room", f"http://127.0.0.1:{_closed_port()}/room", "--name", "Ada")
@@ -110,6 +114,7 @@ def test_pytest_room_down_grading_goes_on_and_says_so_once(tmp_path: Path) -> No
     assert summary and all(line in down.stdout for line in summary), "the same verdicts with the room down"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -134,6 +139,7 @@ def test_pytest_room_problems_are_one_line(tmp_path: Path, args: tuple[str, ...]
             assert len(lines) == 1 and expected in lines[0] and "grading went on without it" in lines[0], lines
 
 
+@pytest.mark.slow
 def test_sandbox_grade_room_posts_a_programs_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

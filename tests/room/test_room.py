@@ -47,6 +47,7 @@ def test_room_join_post_and_state(served) -> None:  # type: ignore[no-untyped-de
     assert detail["latest_failure"]["text"].startswith("The conversation as sent")
 
 
+@pytest.mark.slow
 def test_room_counts_rules_across_learners(served) -> None:  # type: ignore[no-untyped-def]
     for name in ("a", "b", "c"):
         Learner.join(served.room, name).post(run(**{"01_apply_tool_results": (0, 2, APPEND_ONCE)}))
@@ -85,6 +86,7 @@ def test_room_marks_a_learner_without_a_run_for_n_minutes_as_stuck() -> None:
     assert not rows["finished"]["idle"], "a learner who passed everything is done, not stuck"
 
 
+@pytest.mark.slow
 def test_room_restart_keeps_learners_progress_and_key(tmp_path: Path) -> None:
     db = tmp_path / "room.db"
     with serving_room(db) as first:
@@ -107,6 +109,7 @@ def test_room_restart_keeps_learners_progress_and_key(tmp_path: Path) -> None:
         assert raw.execute("SELECT count(*) FROM progress").fetchone() == (1,), "one row per learner, however many runs"
 
 
+@pytest.mark.slow
 def test_room_learner_token_cannot_read_the_instructors_api(served) -> None:  # type: ignore[no-untyped-def]
     ada = Learner.join(served.room, "ada")
     Learner.join(served.room, "bob").post(run(**{"01_apply_tool_results": (0, 1, APPEND_ONCE)}))
@@ -209,6 +212,7 @@ def test_room_bad_run_has_clear_error(served, body: object, message: str) -> Non
     assert message in response.json()["error"]["message"]
 
 
+@pytest.mark.slow
 def test_room_bounds_posts_in_size_and_rate(tmp_path: Path) -> None:
     with serving_room(tmp_path / "room.db", post_rate=0.01) as served:
         ada = Learner.join(served.room, "ada")

@@ -145,6 +145,7 @@ def test_gemini_sdk_raises_its_own_400_with_the_verbatim_text() -> None:
     )
 
 
+@pytest.mark.slow
 def test_every_answer_carries_a_request_id_the_sdks_expose_unique_per_request() -> None:
     """`_request_id` on success and `request_id` on errors, from `x-request-id` (OpenAI) and `request-id`
     (Anthropic): unique to each answer, and the same for the same requests sent to a fresh sandbox."""

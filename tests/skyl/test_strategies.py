@@ -17,6 +17,7 @@ from sandbox.engine._scenario import is_usable
 QUICK = settings(max_examples=30, deadline=None, database=None)
 
 
+@pytest.mark.slow
 @QUICK
 @given(sst.scenarios(rounds=st.integers(1, 3), calls=st.integers(0, 8), repeat=st.just("once"), unique_calls=True))
 def test_scenarios_give_every_call_a_distinct_usable_output(scenario: sandbox.Scenario) -> None:
@@ -29,6 +30,7 @@ def test_scenarios_give_every_call_a_distinct_usable_output(scenario: sandbox.Sc
         assert len({repr(call) for call in step.calls}) == len(step.calls)
 
 
+@pytest.mark.slow
 @QUICK
 @given(sst.scenarios(rounds=st.just(2), calls=st.just(3), stop=st.just(skyl.StopReason.REFUSAL)))
 def test_scenarios_take_the_number_of_rounds_calls_and_stop_reasons_asked_for(scenario: sandbox.Scenario) -> None:
@@ -59,6 +61,7 @@ def test_generated_scenarios_are_served_on_every_wire_format(scenario: sandbox.S
     assert not resp.tool_calls()
 
 
+@pytest.mark.slow
 @QUICK
 @given(sst.tool_calls(min_size=0, max_size=8), st.data())
 def test_result_maps_answer_only_the_calls_plus_strangers(calls: list[skyl.ToolCall], data: st.DataObject) -> None:
@@ -68,6 +71,7 @@ def test_result_maps_answer_only_the_calls_plus_strangers(calls: list[skyl.ToolC
     assert all(stranger not in ids for stranger in results.keys() - ids)
 
 
+@pytest.mark.slow
 @QUICK
 @given(sst.tool_calls(min_size=1, max_size=8), st.data())
 def test_result_maps_without_missing_or_extra_answer_every_call_once(
@@ -77,6 +81,7 @@ def test_result_maps_without_missing_or_extra_answer_every_call_once(
     assert set(results) == {call.id for call in calls}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("strategy", "match"),
     [

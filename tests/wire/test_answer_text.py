@@ -1,7 +1,6 @@
-"""A plain answer's body, written by each wire format from its parts (`WireFormat.encode_answer`), is
-byte for byte the text `dumps` writes for the answer object (`encode_response`), for every scenario of
-the catalogue and the request options the answer echoes: what a client reads never depends on the
-shortcut."""
+"""A plain answer's body (`WireFormat.encode_answer`) is byte for byte the text `dumps` writes for the
+answer object (`encode_response`), for every scenario of the catalogue and the request options the
+answer echoes; a Responses stream carries the same object, and kept state stores its items."""
 
 from __future__ import annotations
 
@@ -143,22 +142,21 @@ def test_responses_stream_carries_the_encoded_object(reasoning: bool) -> None:
 
 @pytest.mark.parametrize("stop", ["end_turn", "refusal"])
 @pytest.mark.parametrize("texts", [1, 2], ids=["one text", "two texts"])
-def test_responses_output_items_text_is_their_encoded_objects(stop: str, texts: int) -> None:
-    """A turn of one text (most answers, written without the loop) and of more, refused or not: its
-    message item's text is what `dumps` writes for its object, a refusal's parts are refusals."""
+def test_responses_output_items_are_one_message_of_the_turn_s_texts(stop: str, texts: int) -> None:
+    """A turn of one text (most answers) and of more, refused or not: one message item, whose parts are
+    refusals for a refusal."""
     import dataclasses
 
-    from sandbox.messages._types import StopReason, wire_message, wire_text
+    from sandbox.messages._types import Message, StopReason, Text
     from sandbox.wire.openai_responses import _encode
 
     body = {"model": "single_call", "input": "hi", "tools": [{"type": "function", "name": "get_weather"}]}
     exchange = Engine().handle("POST", "/v1/responses", json.dumps(body).encode())
     assert exchange.turn is not None
-    parts = [wire_text(f'caf\u00e9 "{index}"') for index in range(texts)]
+    parts = [Text(f'caf\u00e9 "{index}"') for index in range(texts)]
     reason = StopReason.REFUSAL if stop == "refusal" else StopReason.END_TURN
-    turn = dataclasses.replace(exchange.turn, message=wire_message("assistant", parts), stop_reason=reason)
-    items, text = _encode._output(turn)
-    assert text == dumps(items)
+    turn = dataclasses.replace(exchange.turn, message=Message("assistant", parts), stop_reason=reason)
+    items = _encode._output_items(turn)
     assert [item["type"] for item in items] == ["message"]
     kinds = [part["type"] for part in items[0]["content"]]
     assert kinds == ["refusal" if stop == "refusal" else "output_text"] * texts

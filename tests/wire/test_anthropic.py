@@ -584,6 +584,7 @@ EVENT_NAMES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(EVENT_NAMES, JSON_OBJECTS), max_size=4), JSON_OBJECTS)
 def test_decoders_never_raise_an_internal_error_on_malformed_output(
@@ -1105,6 +1106,7 @@ def tool_loops(draw: st.DrawFn) -> list[Message]:
     return [*messages, assistant_text(draw(TEXTS))]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(tool_loops())
 def test_round_trip_client_to_fake_keeps_every_call_and_result_in_order(messages: list[Message]) -> None:

@@ -871,6 +871,7 @@ def assert_only_wire_errors(raw: bytes) -> None:
         assert len(conv.messages) == len(conv.paths)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_parse_request_never_crashes_on_mutated_bodies(data: st.DataObject) -> None:

@@ -35,6 +35,7 @@ def _results(messages: list[skyl.Message], *, flag: bool) -> list[tuple[object, 
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 @settings(max_examples=60, deadline=None)
 @given(request=sst.requests())

@@ -34,9 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages._types import assembled
 from ...wire import Conversation, ModelTurn, WireError, WireFormat
-from ...wire._compact import compact_bytes
+from ...wire._sse import compact_bytes
 from ...wire.anthropic import Thread, Walk, thread_after
 from ...wire.openai_responses import LaterWalk, Walked, parse_continuing
 from ._chain import Replayed, Resume, Snapshot, snapshot_size
@@ -214,7 +213,7 @@ class KeptState:
             sent = expanded.new_items
             if sent is None:
                 sent = joined_bytes(input_items(raw) or [])  # the request was read: its input is a list or text
-            reply = response.get("output_bytes") or joined_bytes(response["output"])
+            reply = joined_bytes(response["output"])
             fields = b""
         if expanded.conversation is not None:
             append_turn(self.conversations, expanded, owner, conversation.model, response["output"], turn.request)
@@ -251,7 +250,7 @@ class KeptState:
         else:
             chain = sum(map(len, expanded.claim.history)) if expanded.claim is not None else 0
         chain += len(entry.items)
-        entry.snapshot = assembled(Snapshot, walked=walked, replayed=resume.out, chain_bytes=chain)
+        entry.snapshot = Snapshot(walked=walked, replayed=resume.out, chain_bytes=chain)
         entry.snapshot_size = snapshot_size(walked, chain)
 
     def release(self, expanded: Expanded) -> None:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...wire import Conversation, WireFormat
-from ...wire._compact import compact_bytes
 from ...wire._json import decode
+from ...wire._sse import compact_bytes
 from ._chain import Resume
 from ._store import Claim
 

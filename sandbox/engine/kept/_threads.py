@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ...wire import Conversation, WireError, WireFormat
-from ...wire._compact import compact_bytes
+from ...wire._sse import compact_bytes
 from ...wire.anthropic import Thread, continue_thread, walk_thread
 from ._chain import Resume, Snapshot
 from ._errors import fingerprint_mismatch, thread_error, thread_refusal, unsupported_in_thread

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from ...wire import WireError
-from ...wire._compact import compact_bytes
+from ...wire._sse import compact_bytes
 from ...wire.openai_responses import Walked, parse_continuing, walk_answer
 from ._chain import Resume, Snapshot, snapshot_size
 from ._conversations import Conversations, normalised

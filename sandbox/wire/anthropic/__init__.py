@@ -5,12 +5,11 @@ blocks that must open the next user turn. The neutral model keeps one `tool` mes
 the client merges consecutive tool messages (and a user message right after them) into one user
 turn, and the fake splits that turn again.
 
-This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
-`_client` (the skyl client: request out, message in, whole or streamed), `_body`, `_validate` and
-`_rules` (the API's checks, in its order), `_parse` (a request read into the neutral model),
-`_fast` (the shapes SDKs send, read in one walk, or left to the others),
-`_encode` (the message, its stream, the error envelope), `_reasoning` (thinking blocks and their
-echo rules), `_thread` (a message thread's walk, kept for its continuation).
+This module only binds the jobs into one `WireFormat`; each lives in a module of its own: `_client` (the
+skyl client: request out, message in, whole or streamed), `_body`, `_validate` and `_rules` (the API's
+checks, in its order), `_parse` (a request read into the neutral model), `_encode` (the message, its
+stream, the error envelope), `_reasoning` (thinking blocks and their echo rules), `_thread` (a message
+thread's walk, kept for its continuation).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from collections.abc import Sequence
 from ...messages._types import Reasoning
 from .._base import BASE58, Conversation, WireError, stable_token
 from .._bound import Bound, Jobs
-from . import _client, _encode, _fast, _parse, _reasoning
+from . import _client, _encode, _parse, _reasoning
 from ._thread import Thread, Walk, continue_thread, thread_after, walk_thread
 
 __all__ = ["WIRE", "Anthropic", "Thread", "Walk", "continue_thread", "thread_after", "walk_thread"]
@@ -39,7 +38,6 @@ class Anthropic(Bound):
         encode_response=_encode.encode_response,
         encode_stream=_encode.encode_stream,
         error=_encode.error,
-        encode_answer=_encode.encode_answer,
     )
 
     def request_headers(self, request_digest: str) -> dict[str, str]:
@@ -50,10 +48,8 @@ class Anthropic(Bound):
         return _encode.identified_error_body(error, request_digest)
 
     def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:
-        """The request as Anthropic reads it; the model and stream flag live in the body, not the path.
-        The shapes SDKs send are read in one walk (`_fast`); anything else, every error, by `_parse`."""
-        fast = _fast.fast_request(body)
-        return fast if fast is not None else _parse.parse_request(body)
+        """The request as Anthropic reads it; the model and stream flag live in the body, not the path."""
+        return _parse.parse_request(body)
 
     def call_id(self, seed: str) -> str:
         return "toolu_01" + stable_token(seed, 22, BASE58)

@@ -45,7 +45,7 @@ class Invalid(Exception):
         self.block_index = block_index
 
 
-@dataclass(slots=True)  # not frozen: one is made per part of every request, 4x faster
+@dataclass(slots=True)
 class Block:
     """A content block after validation, with lax-coerced values (`"is_error": "true"` -> True)."""
 
@@ -61,7 +61,7 @@ class Block:
     """A `thinking` or `redacted_thinking` block as sent: its echo is checked whole (`_reasoning`)."""
 
 
-@dataclass(slots=True)  # not frozen: one is made per part of every request, 4x faster
+@dataclass(slots=True)
 class WireMessage:
     """One entry of `messages`, as sent (not yet merged with its same-role neighbours)."""
 
@@ -70,7 +70,7 @@ class WireMessage:
     """String content becomes one text block; an empty string, no blocks."""
 
 
-@dataclass(slots=True)  # not frozen: one is made per part of every request, 4x faster
+@dataclass(slots=True)
 class Body:
     """A request body that passed the schema: what the rules and the neutral model need."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ...messages._types import Message, Part, Role, assembled, wire_call, wire_message, wire_result, wire_text
+from ...messages._types import Message, Part, Role, Text, ToolCall, ToolResult
 from .._base import (
     Conversation,
 )
@@ -38,8 +38,7 @@ def parse_body(body: bytes) -> tuple[Conversation, Body]:
         check_rules(checked)
     except Invalid as problem:
         raise error(400, problem.message, rule=problem.rule, message_index=neutral.index_of(problem)) from None
-    conversation = assembled(
-        Conversation,
+    conversation = Conversation(
         model=checked.model,
         messages=neutral.messages,
         paths=neutral.paths,
@@ -82,11 +81,11 @@ def _parts(blocks: Sequence[Block]) -> list[Part]:
     parts: list[Part] = []
     for block in blocks:
         if block.kind == "text":
-            parts.append(wire_text(block.text))
+            parts.append(Text(block.text))
         elif block.kind == "tool_use":
-            parts.append(wire_call(block.id, block.name, block.input))
+            parts.append(ToolCall(block.id, block.name, block.input))
         elif block.kind == "tool_result":
-            parts.append(wire_result(block.tool_use_id, block.content, block.is_error))
+            parts.append(ToolResult(block.tool_use_id, block.content, block.is_error))
         elif block.reasoning is not None:
             parts.append(decode_block(block.reasoning))
     return parts  # images, documents, server-tool blocks: nothing the neutral model keeps
@@ -97,20 +96,20 @@ def to_neutral(body: Body, *, offset: int = 0) -> _Neutral:
     thread's continuation, whose kept messages, system included, come before it)."""
     neutral = _Neutral()
     if body.system and not offset:
-        neutral.add(wire_message("system", [wire_text(text) for text in body.system]), "system")
+        neutral.add(Message("system", [Text(text) for text in body.system]), "system")
     for index, message in enumerate(body.messages, offset):
         path = f"messages[{index}]"
         neutral.first.append(len(neutral.messages))
         if message.role != "user":
-            neutral.add(wire_message(_ROLES[message.role], _parts(message.blocks)), path)
+            neutral.add(Message(_ROLES[message.role], _parts(message.blocks)), path)
             continue
         others = []
         for position, block in enumerate(message.blocks):
             if block.kind == "tool_result":
                 neutral.results[index, position] = len(neutral.messages)
-                neutral.add(wire_message("tool", _parts([block])), path)
+                neutral.add(Message("tool", _parts([block])), path)
             else:
                 others.append(block)
         if others or not any(block.kind == "tool_result" for block in message.blocks):
-            neutral.add(wire_message("user", _parts(others)), path)
+            neutral.add(Message("user", _parts(others)), path)
     return neutral

@@ -168,9 +168,9 @@ def check_echo(conversation: Conversation, index: int, expected: Sequence[Reason
     """The thinking blocks of echoed assistant turn `index` must be the ones the fake sent with it:
     the API verifies each signature. `error` is the wire format's `error(status, message, rule=...)`.
 
-    Both readings of a request (`_fast`, `_parse`) and a thread's kept turns make every thinking and
-    redacted_thinking block of an assistant turn a `Reasoning` part of its neutral message, so a turn
-    without one has no block to verify: most turns, which then skip the wire walk (about 2 % of a request)."""
+    The reader (`_parse`) and a thread's kept turns make every thinking and redacted_thinking block of
+    an assistant turn a `Reasoning` part of its neutral message, so a turn without one has no block
+    to verify."""
     for part in conversation.messages[index].content:
         if type(part) is Reasoning:
             break

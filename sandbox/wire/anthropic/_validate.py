@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages._types import Tool, assembled
+from ...messages._types import Tool
 from ._body import Block, Body, WireMessage, fail
 
 __all__ = ["validate_schema"]
@@ -316,7 +316,7 @@ def _custom_tool(tool: dict[str, Any], where: str) -> Tool:
     schema = _dict(_required(tool, "input_schema", where), f"{where}.input_schema")
     if _required(schema, "type", f"{where}.input_schema") != "object":
         fail(f"{where}.input_schema.type", "Input should be 'object'")  # [INF] pydantic Literal
-    return assembled(Tool, name=name, description=description, parameters=schema)
+    return Tool(name=name, description=description, parameters=schema)
 
 
 def _tool_choice(value: Any) -> str:

@@ -8,12 +8,11 @@ same number of `functionResponse` parts, paired by position. So:
 - the fake numbers calls by position (`gemini:<content>:<k>`) and gives each response the id of the
   call at its position in the turn before (see `_parse._pair` for responses whose name says otherwise).
 
-This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
-`_client` (the skyl client: request out, response in, whole or streamed), `_body`, `_jsontext`, `_proto` and
-`_validate` (the API's three layers of checks, in its order), `_parse` (a request read into the
-neutral model), `_fast` (the shapes SDKs send, read in one walk, or left to the others), `_encode`
-(the response, its stream, Google's error envelope), `_reasoning` (thought parts, thought signatures
-and their echo rule).
+This module only binds the jobs into one `WireFormat`; each lives in a module of its own: `_client` (the
+skyl client: request out, response in, whole or streamed), `_body`, `_jsontext`, `_proto` and
+`_validate` (the API's three layers of checks, in its order), `_parse` (a request read into the neutral
+model), `_encode` (the response, its stream, Google's error envelope), `_reasoning` (thought parts,
+thought signatures and their echo rule).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from collections.abc import Sequence
 from ...messages._types import Reasoning
 from .._base import Conversation, stable_token
 from .._bound import Bound, Jobs
-from . import _client, _encode, _fast, _parse, _reasoning
+from . import _client, _encode, _parse, _reasoning
 
 __all__ = ["WIRE", "Gemini"]
 
@@ -41,17 +40,14 @@ class Gemini(Bound):
         encode_response=_encode.encode_response,
         encode_stream=_encode.encode_stream,
         error=_encode.error,
-        encode_answer=_encode.encode_answer,
     )
 
     def answer_headers(self, request_digest: str, *, stream: bool) -> dict[str, str]:
         return _encode.answer_headers(request_digest, stream=stream)
 
     def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:
-        """The model and the stream flag come from the URL (`models/<model>:streamGenerateContent`). The
-        shapes SDKs send are read in one walk (`_fast`); anything else, every error, by `_parse`."""
-        fast = _fast.fast_request(body, path_model=path_model, path_stream=path_stream)
-        return fast if fast is not None else _parse.parse_request(body, path_model=path_model, path_stream=path_stream)
+        """The model and the stream flag come from the URL (`models/<model>:streamGenerateContent`)."""
+        return _parse.parse_request(body, path_model=path_model, path_stream=path_stream)
 
     def call_id(self, seed: str) -> str:
         """Gemini has no call ids: this placeholder names a scripted call inside the sandbox only."""

@@ -6,7 +6,6 @@ reads no request bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from ...messages._types import StopReason, Text
@@ -18,12 +17,11 @@ from .._base import (
     split_fragments,
     stable_token,
 )
-from .._frames import content_key, frame_memo, memoised_frames
-from .._sse import dumps, quote, to_bytes
-from ._client import _plain, encode_part, fake_part
+from .._sse import dumps, sse_frame
+from ._client import encode_part, fake_part
 from ._reasoning import encode_parts, is_thought
 
-__all__ = ["answer_headers", "encode_answer", "encode_response", "encode_stream", "error"]
+__all__ = ["answer_headers", "encode_response", "encode_stream", "error"]
 
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _CALLS_MESSAGE = "Model generated function call(s)."
@@ -33,9 +31,6 @@ _STATUS_NAMES = {
     503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
 }  # fmt: skip
 _GOOGLE_STATUSES = {*_STATUS_NAMES.values(), "UNKNOWN", "FAILED_PRECONDITION", "OUT_OF_RANGE", "ALREADY_EXISTS"}
-_MEMO = frame_memo()
-"""A step's chunks up to their shared fields (`_heads`), and a plain answer's (`_candidate`), by the
-turn's parts and its stop reason."""
 _BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -47,79 +42,50 @@ def encode_response(turn: ModelTurn, conversation: Conversation) -> dict[str, An
     return {"candidates": [candidate], **_response_fields(turn, conversation)}
 
 
-def encode_answer(turn: ModelTurn, conversation: Conversation) -> tuple[bytes, None]:
-    """`encode_response`'s body as it goes out (the text `dumps` writes for it), put together from its
-    parts as a stream's frames are: the candidate, the same for every answer of the step, from `_MEMO`,
-    then the fields that count the request. Kept state stores nothing of a Gemini answer."""
-    content = content_key(turn.message.content, _arguments_text)
-    tag = ("answer", turn.stop_reason, turn.raw_stop_reason)
-    (candidate,) = memoised_frames(_MEMO, tag, content, lambda: (_candidate(turn),))
-    return candidate + to_bytes(_fields_text(turn, conversation)), None
-
-
-def _candidate(turn: ModelTurn) -> bytes:
-    """A plain answer's bytes up to its shared fields."""
-    parts = encode_parts(turn.message.content, fake_part)
-    content = f'{{"parts":{dumps(parts)},"role":"model"}}' if parts else '{"role":"model"}'
-    finish = dumps(_finish(turn))[1:-1]
-    return to_bytes(f'{{"candidates":[{{"content":{content},{finish},"index":0}}],')
-
-
 def encode_stream(turn: ModelTurn, conversation: Conversation) -> list[bytes]:
     """One complete response per chunk: text in small fragments, then every call whole in the
     final chunk (Gemini neither splits arguments nor spreads parallel calls over chunks, and
     google-genai's chat keeps each chunk as its own history turn), `finishReason` on the last.
     A thinking model's call chunk carries the signature and no `finishReason`; an empty text part
-    follows with it, the Gemini 3 shape. Every chunk ends with the same fields (the usage, which counts
-    the request); what comes before them is the same for every answer of the step and comes from
-    `_MEMO` (see `sandbox.wire._frames`)."""
-    content = content_key(turn.message.content, _arguments_text)
-    tag = ("stream", turn.stop_reason, turn.raw_stop_reason)
-    heads = memoised_frames(_MEMO, tag, content, lambda: _heads(turn))
-    tail = to_bytes(f',"index":0}}],{_fields_text(turn, conversation)}\r\n\r\n')
-    return [head + tail for head in heads]
+    follows with it, the Gemini 3 shape. Every chunk ends with the response's own fields (the usage,
+    which counts the request)."""
+    chunks = _thinking_chunks(turn) if turn.message.reasoning() else _chunks(turn)
+    fields = _response_fields(turn, conversation)
+    frames = []
+    for number, parts in enumerate(chunks):
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+        if number == len(chunks) - 1:
+            candidate.update(_finish(turn))
+        candidate["index"] = 0
+        frames.append(sse_frame(dumps({"candidates": [candidate], **fields}), newline="\r\n"))
+    return frames
 
 
-def _arguments_text(arguments: Mapping[str, Any]) -> str:
-    """A call's arguments as a Gemini `functionCall` writes them (`encode_part`'s `args`)."""
-    return dumps(_plain(arguments))
+def _chunks(turn: ModelTurn) -> list[list[dict[str, Any]]]:
+    """Each chunk's parts: the text in fragments, then the calls (or an empty text for the finish
+    reason to ride on)."""
+    chunks: list[list[dict[str, Any]]] = [
+        [{"text": fragment}]
+        for part in turn.message.content
+        if isinstance(part, Text)
+        for fragment in split_fragments(part.text)
+    ]
+    calls = [encode_part(part) for part in turn.message.tool_calls()]
+    if calls or not chunks:
+        chunks.append(calls or [{"text": ""}])
+    return chunks
 
 
-def _heads(turn: ModelTurn) -> tuple[bytes, ...]:
-    """Each chunk's bytes up to its `index`, the finish reason on the last."""
-    if turn.message.reasoning():
-        chunks = _thinking_chunks(turn)
-    else:
-        chunks = [  # each chunk's parts as JSON text
-            f'[{{"text":{quote(fragment)}}}]'
-            for part in turn.message.content
-            if isinstance(part, Text)
-            for fragment in split_fragments(part.text)
-        ]
-        calls = [encode_part(part) for part in turn.message.tool_calls()]
-        if calls or not chunks:
-            chunks.append(dumps(calls or [{"text": ""}]))  # the finishReason needs a chunk to ride on
-    # Each frame is the JSON text `dumps` writes for `{"candidates": [candidate], **fields}`, put
-    # together from the parts that change, as `sse_frame` writes it, with Gemini's CRLF.
-    last = "," + dumps(_finish(turn))[1:-1]
-    final = len(chunks) - 1
-    start = 'data: {"candidates":[{"content":{"parts":'
-    return tuple(
-        to_bytes(f'{start}{parts},"role":"model"}}{last if number == final else ""}')
-        for number, parts in enumerate(chunks)
-    )
-
-
-def _thinking_chunks(turn: ModelTurn) -> list[str]:
+def _thinking_chunks(turn: ModelTurn) -> list[list[dict[str, Any]]]:
     thoughts = [part for part in turn.message.reasoning() if is_thought(part)]
     texts = [part for part in turn.message.content if isinstance(part, Text)]
-    chunks = [dumps([part.data()]) for part in thoughts]
-    chunks += [f'[{{"text":{quote(fragment)}}}]' for part in texts for fragment in split_fragments(part.text)]
+    chunks = [[part.data()] for part in thoughts]
+    chunks += [[{"text": fragment}] for part in texts for fragment in split_fragments(part.text)]
     rest = [part for part in turn.message.content if not isinstance(part, Text) and part not in thoughts]
     calls = encode_parts(rest, fake_part)
     if calls:
-        chunks.append(dumps(calls))
-    chunks.append('[{"text":""}]')
+        chunks.append(calls)
+    chunks.append([{"text": ""}])
     return chunks
 
 
@@ -190,21 +156,8 @@ def _response_fields(turn: ModelTurn, conversation: Conversation) -> dict[str, A
     }
 
 
-def _fields_text(turn: ModelTurn, conversation: Conversation) -> str:
-    """`dumps(_response_fields(turn, conversation))` without its opening brace, written from the figures."""
-    usage = turn.usage
-    thoughts = f',"thoughtsTokenCount":{turn.reasoning_tokens}' if turn.reasoning_tokens else ""
-    return (
-        f'"usageMetadata":{{"promptTokenCount":{usage.input_tokens},'
-        f'"candidatesTokenCount":{usage.output_tokens - turn.reasoning_tokens},"totalTokenCount":{usage.total_tokens},'
-        f'"promptTokensDetails":[{{"modality":"TEXT","tokenCount":{usage.input_tokens}}}]{thoughts}}},'
-        f'"modelVersion":{quote(conversation.model)},"responseId":"{stable_token(turn.seed, 23, _B64URL)}"}}'
-    )
-
-
 _SERVER_TIMING = {f"{value:02x}": f"gfet4t7; dur={1000 + value * 4000 // 256}" for value in range(256)}
-"""A plausible `server-timing` (1000-4984 ms) by the first two hex digits of an answer's identity: a
-look-up, where parsing the digits cost more than the rest of the headers."""
+"""A plausible `server-timing` (1000-4984 ms) by the first two hex digits of an answer's identity."""
 
 
 def answer_headers(request_digest: str, *, stream: bool) -> dict[str, str]:

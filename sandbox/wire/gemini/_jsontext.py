@@ -110,12 +110,9 @@ def tree_problem(text: str, data: Any) -> str | None:
     """`deep` past protobuf's nesting limit or `surrogate` for a string that is not valid Unicode, in
     the decoded JSON `data` of `text`, whichever a walk of every node meets first. A lone surrogate can
     only come from a `\\uD800`-`\\uDFFF` escape (the text was strict UTF-8), and nesting past the limit
-    needs more than that many `{` and `[`: most bodies have neither and skip the walk, and a long one
-    without such an escape (a conversation of a few rounds) has only its containers' depth measured."""
-    if _SURROGATE_ESCAPE.search(text) is not None:
+    needs more than that many `{` and `[`: a body with neither has no problem to look for."""
+    if _SURROGATE_ESCAPE.search(text) is not None or text.count("{") + text.count("[") > _MAX_DEPTH:
         return _tree_problem(data)
-    if text.count("{") + text.count("[") > _MAX_DEPTH:
-        return "deep" if _too_deep(data) else None
     return None
 
 
@@ -139,19 +136,3 @@ def _tree_problem(data: Any) -> str | None:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _too_deep(data: Any) -> bool:
-    """Whether a container of `data` sits deeper than protobuf's limit: `_tree_problem` without its
-    look at every string, for a text that can hold no lone surrogate (a sixth of its time)."""
-    if type(data) is not dict and type(data) is not list:
-        return False  # a bare string of brackets
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > _MAX_DEPTH:
-            return True
-        for inner in value.values() if type(value) is dict else value:
-            if type(inner) is dict or type(inner) is list:
-                stack.append((inner, depth + 1))
-    return False

@@ -10,18 +10,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages._types import (
-    Message,
-    Part,
-    Reasoning,
-    ToolCall,
-    ToolResult,
-    assembled,
-    wire_call,
-    wire_message,
-    wire_result,
-    wire_text,
-)
+from ...messages._types import Message, Part, Reasoning, Text, ToolCall, ToolResult
 from .._base import (
     Conversation,
     WireError,
@@ -51,8 +40,7 @@ def parse_request(body: bytes, *, path_model: str | None, path_stream: bool) -> 
         if rejection.content is not None:
             rejection.content = starts[rejection.content]  # the turn's first content on the wire
         raise _reject(rejection, first) from None
-    return assembled(
-        Conversation,
+    return Conversation(
         model=path_model or parsed.model or "",
         messages=messages,
         paths=paths,
@@ -83,7 +71,7 @@ def to_neutral(
     paths: list[str] = []
     first: list[int] = []
     if parsed.system_texts:
-        messages.append(wire_message("system", [wire_text(text) for text in parsed.system_texts]))
+        messages.append(Message("system", [Text(text) for text in parsed.system_texts]))
         paths.append("systemInstruction")
     bounds = [*starts, len(parsed.contents)]
     for index, content in enumerate(turns):
@@ -111,17 +99,15 @@ def _content_messages(index: int, content: WireContent, previous: WireContent | 
                 parts.append(_fake_call(index, calls, part))
                 calls += 1
             elif part.kind == "text" and not part.thought:
-                parts.append(wire_text(part.text))
-        return [wire_message("assistant", parts)]
+                parts.append(Text(part.text))
+        return [Message("assistant", parts)]
     responses = [part for part in content.parts if part.kind == "response"]
     called = [part.name for part in previous.parts if part.kind == "call"] if previous else []
     ids = _pair(index - 1, called, [part.name for part in responses])
-    messages = [
-        wire_message("tool", [_result(call_id, part.payload)]) for call_id, part in zip(ids, responses, strict=True)
-    ]
-    texts = [wire_text(part.text) for part in content.parts if part.kind == "text" and not part.thought]
+    messages = [Message("tool", [_result(call_id, part.payload)]) for call_id, part in zip(ids, responses, strict=True)]
+    texts = [Text(part.text) for part in content.parts if part.kind == "text" and not part.thought]
     if texts or not responses:
-        messages.append(wire_message("user", texts))
+        messages.append(Message("user", texts))
     return messages
 
 
@@ -152,7 +138,7 @@ def _pair(call_turn: int, called: list[str], answered: list[str]) -> list[str]:
 
 
 def _fake_call(index: int, position: int, part: WirePart) -> ToolCall:
-    return wire_call(f"gemini:{index}:{position}", part.name, dict(part.payload))
+    return ToolCall(f"gemini:{index}:{position}", part.name, dict(part.payload))
 
 
 def _reasoning(part: WirePart) -> Reasoning | None:
@@ -182,8 +168,8 @@ def _result(call_id: str, response: Mapping[str, Any]) -> ToolResult:
         text = (
             texts if texts is not None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         )
-        return wire_result(call_id, text, _RESULT_KEYS[wrapper[0]])
-    return wire_result(call_id, json.dumps(dict(response), ensure_ascii=False))
+        return ToolResult(call_id, text, _RESULT_KEYS[wrapper[0]])
+    return ToolResult(call_id, json.dumps(dict(response), ensure_ascii=False))
 
 
 def _texts(value: Any) -> str | None:

@@ -1,15 +1,13 @@
 """Gemini thought signatures, on both sides of the wire, and their echo rule.
 
 Gemini 3 thinks before every turn and puts a `thoughtSignature` (base64 bytes) beside the FIRST
-`functionCall` part of a turn that calls tools; only that part of a parallel group carries one
-(shared/reference/wire-anthropic-gemini.md B.5, G4). Streamed, the signature rides on the chunk that
-carries the calls, which has no `finishReason`; a trailing chunk with an empty text part carries
-`"finishReason": "STOP"` (pydantic-ai cassette
-`test_google/test_google_streaming_tool_call_thought_signature.yaml`, gemini-3-pro-preview).
-With `thinkingConfig.includeThoughts`, thought summaries arrive first, as `{"text": ..., "thought":
-true}` parts (`types.Part.thought` in google-genai). In skyl, a signature is a `Reasoning` part
-placed before the part that carried it, and goes back on that part: a turn rebuilt from its calls
-loses it.
+`functionCall` part of a turn that calls tools; only that part of a parallel group carries one.
+Streamed, the signature rides on the chunk that carries the calls, which has no `finishReason`; a
+trailing chunk with an empty text part carries `"finishReason": "STOP"` (pydantic-ai cassette
+`test_google/test_google_streaming_tool_call_thought_signature.yaml`, gemini-3-pro-preview). With
+`thinkingConfig.includeThoughts`, thought summaries arrive first, as `{"text": ..., "thought": true}`
+parts (`types.Part.thought` in google-genai). In skyl, a signature is a `Reasoning` part placed before
+the part that carried it, and goes back on that part: a turn rebuilt from its calls loses it.
 
 Touches only thought parts and their signatures (made by `.._reasoning`).
 Sources for the texts: [ISSUE] quoted verbatim in the named public issue; [INF] no capture found.

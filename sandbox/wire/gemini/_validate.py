@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages._types import Tool, assembled
+from ...messages._types import Tool
 from .._base import Rule
 from ._body import ParsedRequest, Rejection, WireContent
 from ._jsontext import load_json
@@ -72,8 +72,7 @@ def read_request(body: bytes) -> ParsedRequest:
         contents=contents,
         system=read_content(system, "system_instruction") if system is not None else None,
         tools=[
-            assembled(Tool, name=name, description=description, parameters=schema)
-            for _, name, description, schema in declarations
+            Tool(name=name, description=description, parameters=schema) for _, name, description, schema in declarations
         ],
         tool_paths=[path for path, _, _, _ in declarations],
         tool_choice=tool_choice,

@@ -1,13 +1,13 @@
 """OpenAI Chat Completions (`POST /v1/chat/completions`), both sides of the wire.
 
-Shapes follow shared/reference/wire-openai.md sections 2 and 4: tool calls travel as
-`assistant.tool_calls[]` with arguments as a JSON *string*, each result is its own `tool` message, and
-streams are `data:`-only SSE frames ending in `data: [DONE]`, framed like the recorded gpt-4o streams.
+Tool calls travel as `assistant.tool_calls[]` with arguments as a JSON *string*, each result is its own
+`tool` message, and streams are `data:`-only SSE frames ending in `data: [DONE]`, framed like the
+recorded gpt-4o streams.
 
 This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
 `_client` (the skyl client: request out, answer in, whole or streamed), `_validate` and `_pairing`
-(the API's checks, in its order), `_parse` (a request read into the neutral model; `_fast` reads the
-shapes clients send in one pass), `_encode` (the completion, its stream, the error envelope).
+(the API's checks, in its order), `_parse` (a request read into the neutral model), `_encode` (the
+completion, its stream, the error envelope).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ class OpenAIChat(Bound):
         encode_response=_encode.encode_response,
         encode_stream=_encode.encode_stream,
         error=_encode.error,
-        encode_answer=_encode.encode_answer,
     )
 
     def request_headers(self, request_digest: str) -> dict[str, str]:

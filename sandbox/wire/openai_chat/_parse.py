@@ -1,6 +1,5 @@
 """The fake side reading a Chat Completions request: the API's checks (`_validate`, then `_pairing`),
-then the body in the neutral model; a body in the shapes SDKs send is read by `_fast` in one pass
-instead, with the same result. Touches only request bytes; raises nothing but `WireError`.
+then the body in the neutral model. Touches only request bytes; raises nothing but `WireError`.
 """
 
 from __future__ import annotations
@@ -8,23 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages._types import (
-    Message,
-    Text,
-    Tool,
-    ToolCall,
-    assembled,
-    wire_call,
-    wire_message,
-    wire_result,
-    wire_text,
-)
+from ...messages._types import Message, Text, Tool, ToolCall, ToolResult
 from .._base import (
     Conversation,
 )
 from .._openai import call_arguments
 from ._encode import error
-from ._fast import fast_parse
 from ._pairing import check_pairing
 from ._validate import Rejection, check_request, load_body
 
@@ -32,11 +20,9 @@ __all__ = ["checked", "neutral_message", "parse_request"]
 
 
 def parse_request(body: bytes) -> Conversation:
-    """The request as OpenAI reads it; the model and stream flag live in the body, not the path. A body
-    in the shapes SDKs send is read in one pass (`_fast`); any other, and every mistake, by the checks."""
+    """The request as OpenAI reads it; the model and stream flag live in the body, not the path."""
     try:
-        data = load_body(body)
-        return fast_parse(data) or checked(data)
+        return checked(load_body(body))
     except Rejection as problem:
         raise error(
             400,
@@ -53,8 +39,7 @@ def checked(data: dict[str, Any]) -> Conversation:
     check_request(data)
     check_pairing(data["messages"])
     messages: list[dict[str, Any]] = data["messages"]
-    return assembled(
-        Conversation,
+    return Conversation(
         model=data["model"],
         messages=[neutral_message(message) for message in messages],
         paths=[f"messages[{index}]" for index in range(len(messages))],
@@ -71,39 +56,39 @@ def _texts(content: Any) -> list[Text]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [wire_text(content)]
-    return [wire_text(part["text"]) for part in content if part["type"] == "text"]
+        return [Text(content)]
+    return [Text(part["text"]) for part in content if part["type"] == "text"]
 
 
 def neutral_message(message: Mapping[str, Any]) -> Message:
     role = message["role"]
     texts = _texts(message.get("content"))
     if role in ("system", "developer"):
-        return wire_message("system", texts)
+        return Message("system", texts)
     if role == "user":
-        return wire_message("user", texts)
+        return Message("user", texts)
     content = "".join(part.text for part in texts)
     if role == "tool":
-        return wire_message("tool", [wire_result(message["tool_call_id"], content)])
+        return Message("tool", [ToolResult(message["tool_call_id"], content)])
     if role == "function":
         # The deprecated function role pairs a result with a call by function name.
-        return wire_message("tool", [wire_result(message["name"], content)])
+        return Message("tool", [ToolResult(message["name"], content)])
     calls = [_neutral_call(call) for call in message.get("tool_calls") or ()]
-    return wire_message("assistant", [*([wire_text(content)] if content else []), *calls])
+    return Message("assistant", [*([Text(content)] if content else []), *calls])
 
 
 def _neutral_call(call: Mapping[str, Any]) -> ToolCall:
     """A replayed call. Arguments that are not a JSON object are accepted, as OpenAI accepts them
     (reference C15), and read as no arguments."""
     function = call["function"]
-    return wire_call(call["id"], function["name"], call_arguments(function["arguments"]))
+    return ToolCall(call["id"], function["name"], call_arguments(function["arguments"]))
 
 
 def _neutral_tool(function: Mapping[str, Any]) -> Tool:
     parameters = function.get("parameters")
     if parameters is None:
         return Tool(function["name"], function.get("description") or "")
-    return assembled(Tool, name=function["name"], description=function.get("description") or "", parameters=parameters)
+    return Tool(name=function["name"], description=function.get("description") or "", parameters=parameters)
 
 
 def _normalise_tool_choice(choice: Any) -> str | None:

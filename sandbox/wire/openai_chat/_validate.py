@@ -1,10 +1,10 @@
 """The fake side's request checks for OpenAI Chat Completions, in the real API's order.
 
-Schema checks (dotless paths such as `messages[2].tool_calls[0].id`, a `code`); the rules that pair
-tool calls with tool messages run after them, in `_pairing`. Touches only the request body.
-Every message text marked VERIFIED in shared/reference/wire-openai.md section 4 (or quoted below
-with its source) is copied verbatim, misspellings included; the rest follow the API's own templates and
-say so in a comment. Nothing here may raise anything but `Rejection`, whatever the body holds.
+Schema checks (dotless paths such as `messages[2].tool_calls[0].id`, a `code`); the rules that pair tool
+calls with tool messages run after them, in `_pairing`. Touches only the request body. Every message
+text observed from the API (marked so, or quoted with its source) is copied verbatim, misspellings
+included; the rest follow the API's own templates and say so in a comment. Nothing here may raise
+anything but `Rejection`, whatever the body holds.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from .._base import Rule
-from .._json import decode, orjson_read
+from .._json import decode
 
 __all__ = ["NOT_JSON", "Rejection", "check_request", "load_body"]
 
@@ -70,11 +70,9 @@ class Rejection(Exception):
 
 
 def load_body(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or OpenAI's "could not parse" rejection. Read by orjson where it reads
-    as `json` would (nearly every body), without `decode`'s steps for text; else by `decode`."""
-    read = orjson_read(body)
+    """The body as a JSON object, or OpenAI's "could not parse" rejection."""
     try:
-        data = read[0] if read is not None else decode(body, _DECODER)
+        data = decode(body, _DECODER)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise Rejection(NOT_JSON) from None
     if not isinstance(data, dict):

@@ -1,6 +1,6 @@
 """The OpenAI Responses API (`POST /v1/responses`), on both sides of the wire.
 
-Shapes: shared/reference/wire-openai.md section 3, checked against the openai 3.57 SDK types.
+Shapes checked against the openai 3.57 SDK types.
 The Responses API has no messages, only a flat list of items: an assistant turn is a `message`
 item (its prose) plus one `function_call` item per call, and each result is a
 `function_call_output` item paired with its call by `call_id`, not by position. The neutral model
@@ -8,9 +8,9 @@ folds the assistant items that follow each other back into one assistant message
 
 This module only binds the jobs into one `WireFormat`; each lives in a module of its own:
 `_client` (the skyl client: items out, response in, whole or streamed), `_validate` (the API's
-texts and field checks) and `_parse` (one walk over a request, in the API's order; `_fast` the same
-walk in one pass for the shapes clients send), `_encode` (the response object), `_stream` (its
-event stream), `_reasoning` (reasoning items and their echo rules).
+texts and field checks) and `_parse` (one walk over a request, in the API's order, its state in
+`_turns`; `_chain` goes on from it for a continuation), `_encode` (the response object), `_stream`
+(its event stream), `_reasoning` (reasoning items and their echo rules).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from .._base import Conversation, ModelTurn, stable_token
 from .._bound import Bound, Jobs
 from .._openai import openai_request_headers
 from . import _client, _encode, _parse, _reasoning, _stream
-from ._chain import LaterWalk, Walked, walk_answer
+from ._chain import LaterWalk, walk_answer
 from ._parse import parse_continuing
+from ._turns import Walked
 from ._validate import wire_error
 
 __all__ = ["WIRE", "LaterWalk", "OpenAIResponses", "Walked", "parse_continuing", "walk_answer"]
@@ -43,7 +44,6 @@ class OpenAIResponses(Bound):
         encode_response=_encode.encode_response,
         encode_stream=_stream.encode_stream,
         error=wire_error,
-        encode_answer=_encode.encode_answer,
     )
 
     def request_headers(self, request_digest: str) -> dict[str, str]:

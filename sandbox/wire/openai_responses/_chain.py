@@ -11,77 +11,20 @@ the first continuation walks the items, once, for every continuation after it.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...messages._types import Message, Part, Role, assembled
 from .._base import WireError
 from .._json import loads
+from ._parse import Parser
+from ._turns import Walked
 
-if TYPE_CHECKING:
-    from ._parse import _Parser
+__all__ = ["LaterWalk", "walk_answer"]
 
-__all__ = ["START", "LaterWalk", "Ref", "Turn", "Walked", "walk_answer"]
-
-_new = object.__new__
 _WALKING = threading.Lock()
 """Held while a `LaterWalk` walks: two continuations of one response at once walk it once."""
 
 
-@dataclass
-class Turn:
-    """A neutral message being built; assistant items that follow each other share one."""
-
-    role: Role
-    path: str
-    parts: list[Part] = field(default_factory=list)
-
-    def message(self) -> Message:
-        """`wire_message(self.role, self.parts)`, without its check that only the model's turn holds
-        reasoning: a walk puts reasoning items in assistant turns alone, so it holds by construction."""
-        message: Message = _new(Message)
-        fields = message.__dict__
-        fields["role"], fields["content"] = self.role, tuple(self.parts)
-        return message
-
-
-@dataclass(frozen=True)
-class Ref:
-    """Where a call, an output or an item id sits: its input index and its neutral message."""
-
-    key: str
-    item: int
-    message: int
-    item_type: str = ""
-
-
-@dataclass(frozen=True)
-class Walked:
-    """What the walk over a stored chain's items left (its inputs, then its answer's items), so that a
-    `previous_response_id` continuation walks only its own `input` (`parse_continuing`): the items
-    were checked when they arrived, and the answer's are the fake's own. Immutable: any number of
-    continuations may share it."""
-
-    turns: tuple[Turn, ...]
-    """The chain's neutral turns (no `instructions`: a continuation brings its own); the last one is
-    copied before a continuation's assistant items join it."""
-    messages: tuple[Message, ...]
-    paths: tuple[str, ...]
-    items: int
-    """Items walked: a continuation's first item is `input[items]`."""
-    open_assistant: bool
-    waiting: tuple[Ref, ...]
-    """Calls without their output yet, in item order. (An output for a call the chain answered is
-    taken for one without a call: an error either way, and the whole walk then finds the exact one.)"""
-    item_ids: frozenset[str]
-    checked: int
-    """The messages a request's limits were checked on; those after are the answer's."""
-
-
-START = Walked((), (), (), 0, False, (), frozenset(), 0)
-
-
-def walk_answer(parser: _Parser, output: list[Any]) -> Walked | None:
+def walk_answer(parser: Parser, output: list[Any]) -> Walked | None:
     """The chain after `parser`'s request (walked with `run`) and its answer's `output` items, for the
     next continuation; None if the items do not walk as input (the next continuation then walks the
     whole chain)."""
@@ -94,7 +37,7 @@ def walk_answer(parser: _Parser, output: list[Any]) -> Walked | None:
         return None
 
 
-def _answer_start(parser: _Parser) -> int | None:
+def _answer_start(parser: Parser) -> int | None:
     """Where the answer's items start in the chain after `parser`'s request: after its own `input`
     list; None for a string `input`, which is `input[0]` in a continuation's history and is walked
     again then, so no walk goes on from it."""
@@ -111,7 +54,7 @@ class LaterWalk:
     are what the walked chain will hold (for the store's count of its memory), known before the walk:
     the answer's items are all the model's, so they join or open one assistant turn."""
 
-    def __init__(self, parser: _Parser, output: list[Any], reply: bytes, start: int) -> None:
+    def __init__(self, parser: Parser, output: list[Any], reply: bytes, start: int) -> None:
         # The parser's own lists and turns go on with it: its request is answered, and nothing else
         # holds them (the conversation's messages are the turns' copies). Its messages and paths are
         # the conversation's lists too, which a caller may change, and its data the request's body:
@@ -120,17 +63,17 @@ class LaterWalk:
         parser.data, parser.messages, parser.paths = {}, messages, paths  # type: ignore[assignment]
         self.messages = len(parser.turns) - parser.first + (1 if output and not parser.open_assistant else 0)
         ids = len(parser.chain.item_ids) + len(parser.item_ids)
-        for item in output:  # a loop, not a comprehension: Python 3.11 makes a function of each one
+        for item in output:
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 ids += 1
         self.ids = ids
-        self._parser: _Parser | None = parser
+        self._parser: Parser | None = parser
         self._reply = reply
         self._start = start
         self._walked: Walked | None = None
 
     @classmethod
-    def after(cls, parser: _Parser, output: list[Any], reply: bytes) -> LaterWalk | None:
+    def after(cls, parser: Parser, output: list[Any], reply: bytes) -> LaterWalk | None:
         """The walk to come after `parser`'s request and its answer; None where `walk_answer` would
         give none for certain (a string `input`)."""
         start = _answer_start(parser)
@@ -152,19 +95,18 @@ class LaterWalk:
             return self._walked
 
 
-def _walk_on(parser: _Parser, output: list[Any], start: int) -> Walked | None:
+def _walk_on(parser: Parser, output: list[Any], start: int) -> Walked | None:
     turns, calls, ids, outputs = len(parser.turns), len(parser.calls), len(parser.item_ids), len(parser.outputs)
     was_open = parser.open_assistant
     for index, item in enumerate(output, start):
-        parser.add_item(index, item)
+        parser.check_item(index, item)
     sent_ids = {ref.key for ref in parser.item_ids[:ids]}
     added = [ref.key for ref in parser.item_ids[ids:]]
     clash = not sent_ids.isdisjoint(added) or not parser.chain.item_ids.isdisjoint(added)
     if len(parser.outputs) > outputs or len(set(added)) < len(added) or clash:
         return None  # never in the fake's own answers: the whole chain is walked again
     rebuild = turns - 1 if was_open else turns
-    return assembled(
-        Walked,
+    return Walked(
         turns=tuple(parser.turns[parser.first :]),
         messages=(
             *parser.messages[parser.first : rebuild],

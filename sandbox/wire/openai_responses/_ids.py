@@ -34,7 +34,7 @@ def _shared(seed: str) -> tuple[str, str]:
 @functools.lru_cache(maxsize=4096)
 def item_id_for(prefix: str, seed: str, what: str) -> str:
     """The id of the item `what` (`reasoning`, `message:0`, `call:1`) of turn `seed`: memoised, as every
-    answer at one step has the same items' ids (two tokens and their shaping, against one look-up)."""
+    answer at one step has the same items' ids."""
     return _shaped(prefix, seeded_token(f"{seed}:{what}", 20, HEX), seed)
 
 

@@ -8,17 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages._types import Message, Reasoning, Role, Tool, ToolCall, assembled, wire_call, wire_result, wire_text
+from ...messages._types import Reasoning, Role, Text, Tool, ToolCall, ToolResult
 from .._base import (
     Conversation,
     Rule,
 )
 from .._openai import call_arguments
-from ._chain import START as _START
-from ._chain import Ref as _Ref
-from ._chain import Turn as _Turn
-from ._chain import Walked
-from ._fast import fast_item, fast_run
+from ._turns import START as _START
+from ._turns import Ref as _Ref
+from ._turns import Turn as _Turn
+from ._turns import Walked
 from ._validate import (
     EMPTY_INPUT,
     ITEM_TYPES,
@@ -44,9 +43,7 @@ from ._validate import (
     wrong_type,
 )
 
-__all__ = ["parse_continuing", "parse_request"]
-
-_new = object.__new__
+__all__ = ["Parser", "parse_continuing", "parse_request"]
 
 
 def parse_request(body: bytes) -> Conversation:
@@ -58,7 +55,7 @@ def parse_request(body: bytes) -> Conversation:
     return _walk(data, _START)[0]
 
 
-def parse_continuing(data: dict[str, Any], walked: Walked | None) -> tuple[Conversation, _Parser]:
+def parse_continuing(data: dict[str, Any], walked: Walked | None) -> tuple[Conversation, Parser]:
     """`data` (a continuation's fields, its `input` only its own items, as a list) validated after the
     chain `walked` stands for: the conversation `parse_request` makes of the whole request, walking
     only what is new. Any error is the one the whole request would get, though its wording may place
@@ -66,18 +63,12 @@ def parse_continuing(data: dict[str, Any], walked: Walked | None) -> tuple[Conve
     return _walk(data, walked or _START)
 
 
-def _walk(data: dict[str, Any], walked: Walked) -> tuple[Conversation, _Parser]:
-    """The one-pass walk of the shapes SDKs send (`_fast`); any other request, and every mistake, the
-    full walk's."""
-    parser = _Parser(data, walked)
-    conversation = fast_run(parser)
-    if conversation is None:
-        parser = _Parser(data, walked)
-        conversation = parser.run()
-    return conversation, parser
+def _walk(data: dict[str, Any], walked: Walked) -> tuple[Conversation, Parser]:
+    parser = Parser(data, walked)
+    return parser.run(), parser
 
 
-class _Parser:
+class Parser:
     """One walk over a request body: schema checks in the API's order, then pairing."""
 
     def __init__(self, data: dict[str, Any], walked: Walked = _START) -> None:
@@ -91,7 +82,7 @@ class _Parser:
         instructions = data.get("instructions")
         if isinstance(instructions, str):
             # `instructions` is the system prompt: neutral message 0, so every index below counts it.
-            self.turns.append(_Turn("system", "instructions", [wire_text(instructions)]))
+            self.turns.append(_Turn("system", "instructions", [Text(instructions)]))
         self.first = len(self.turns)
         """The index of the chain's first turn."""
         self.turns += walked.turns
@@ -135,12 +126,12 @@ class _Parser:
             wrong_type("input", "a string", value, top=True)  # [OBS] sic: "expected a string"
         if isinstance(value, str):
             if value:
-                self._new_turn("user", "input").parts.append(wire_text(value))
+                self._new_turn("user", "input").parts.append(Text(value))
             return
         if not isinstance(value, list):
             wrong_type("input", "one of a string or array of input items", value, top=True)
         for index, item in enumerate(value, self.chain.items):
-            self._check_item(index, item)
+            self.check_item(index, item)
 
     def _check_tools(self, value: Any) -> list[Tool]:
         if value is None:
@@ -218,12 +209,7 @@ class _Parser:
         self.turns.append(turn)
         return turn
 
-    def add_item(self, index: int, item: Any) -> None:
-        """`_check_item`, by the one-pass walk where it vouches for the item."""
-        if not fast_item(self, index, item):
-            self._check_item(index, item)
-
-    def _check_item(self, index: int, item: Any) -> None:
+    def check_item(self, index: int, item: Any) -> None:
         path = f"input[{index}]"
         if not isinstance(item, dict):
             wrong_type(path, "an input item", item, index=len(self.turns))  # [OBS]
@@ -263,7 +249,7 @@ class _Parser:
             texts = [check_part(f"{path}.content[{j}]", part, role, at) for j, part in enumerate(content)]
         else:
             wrong_type(f"{path}.content", "one of a string or array of objects", content, index=at)  # [INF]
-        self._new_turn(neutral_role, path).parts.extend(wire_text(text) for text in texts if text is not None)
+        self._new_turn(neutral_role, path).parts.extend(Text(text) for text in texts if text is not None)
 
     def _check_function_call(self, index: int, path: str, item: Mapping[str, Any]) -> None:
         at = self._index_for("assistant")
@@ -279,7 +265,7 @@ class _Parser:
         # The API passes arguments through as an opaque string (C15); the neutral model wants a dict.
         arguments = call_arguments(strings["arguments"])
         meta = {"item_id": item["id"]} if isinstance(item.get("id"), str) else {}
-        self._new_turn("assistant", path).parts.append(wire_call(call_id, strings["name"], arguments, meta))
+        self._new_turn("assistant", path).parts.append(ToolCall(call_id, strings["name"], arguments, meta=meta))
         self.calls.append(_Ref(call_id, index, at))
 
     def _check_reasoning(self, path: str, item: Mapping[str, Any]) -> None:
@@ -314,7 +300,7 @@ class _Parser:
         item_id = item.get("id")
         if item_id is not None and not isinstance(item_id, str):
             wrong_type(f"{path}.id", "a string", item_id, index=at)  # [INF]
-        self._new_turn("tool", path).parts.append(wire_result(call_id, output))
+        self._new_turn("tool", path).parts.append(ToolResult(call_id, output))
         self.outputs.append(_Ref(call_id, index, at))
 
     # -- pairing (4.3: R2, then R1, then a duplicated output, then R3) ------------------------
@@ -387,16 +373,8 @@ class _Parser:
     def _conversation(self, tools: list[Tool], tool_choice: str | None) -> Conversation:
         chain = self.chain
         if chain is _START:  # a request walked whole: every turn is its own
-            messages: list[Message] = []
-            paths: list[str] = []
-            for turn in self.turns:  # one loop, not two comprehensions (Python 3.11 makes a function of each)
-                # `turn.message()` written out: a call per message is a fifth of this walk's end
-                message: Message = _new(Message)
-                fields = message.__dict__
-                fields["role"], fields["content"] = turn.role, tuple(turn.parts)
-                messages.append(message)
-                paths.append(turn.path)
-            self.messages, self.paths = messages, paths
+            self.messages = [turn.message() for turn in self.turns]
+            self.paths = [turn.path for turn in self.turns]
         else:
             kept = len(chain.messages) - chain.open_assistant  # the chain's messages no item of this request changed
             start = self.first + kept
@@ -410,8 +388,7 @@ class _Parser:
                 *chain.paths[:kept],
                 *(turn.path for turn in self.turns[start:]),
             ]
-        return assembled(
-            Conversation,
+        return Conversation(
             model=self.data["model"],
             messages=self.messages,
             paths=self.paths,

@@ -5,9 +5,9 @@ and its error envelope (`wire_error`). Touches only request values; raises nothi
 The real API checks the body in a fixed order and answers the first problem it finds: the JSON
 itself, `model`, a missing `input`, unknown top-level keys, the `input` items, the other fields,
 the server-state references, an empty `input`, and only then the pairing of `function_call`
-items with their `function_call_output`s (R2, R1, R3 of wire-openai.md section 4.2).
+items with their `function_call_output`s.
 
-Sources for the texts. "[REF]": shared/reference/wire-openai.md (sections 4 and 4.2).
+Sources for the texts. "[REF]": the API's documented and recorded texts.
 "[OBS]": rows observed against the live API on 2026-08-30 and kept as a parity test by a public
 proxy project (`/v1/responses rejects ... as the direct API does`); the messages, params and codes
 below are copied from those rows. "[ISSUE]": quoted in a public issue (named where used).
@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from ...messages._types import Role, Tool, assembled
+from ...messages._types import Role, Tool
 from .._base import Rule, WireError
 from .._json import decode
 from .._openai import openai_error
@@ -275,7 +275,7 @@ def check_function_tool(path: str, tool: Mapping[str, Any]) -> Tool:
     if strict is not None and not isinstance(strict, bool):
         wrong_type(f"{path}.strict", "a boolean", strict)  # [INF]
     schema = parameters if parameters is not None else {"type": "object", "properties": {}}
-    return assembled(Tool, name=name, description=description or "", parameters=schema)
+    return Tool(name=name, description=description or "", parameters=schema)
 
 
 def check_tool_choice(value: Any) -> str | None:

@@ -11,7 +11,14 @@ import pytest
 
 import sandbox.engine.kept as kept
 from sandbox import Engine
-from tests.wire.test_responses_memo import _TOOL, RESPONSES
+
+RESPONSES = "/v1/responses"
+_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
 
 
 def _body(**extra: Any) -> bytes:

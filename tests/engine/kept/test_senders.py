@@ -214,6 +214,7 @@ def test_an_evicted_thread_names_the_bound_and_keeps_the_sdk_error_code() -> Non
     assert "at most 1 stored responses" in message and "--kept-mib M" in message
 
 
+@pytest.mark.slow
 def test_kept_state_counts_what_it_holds_and_stays_within_its_byte_bound() -> None:
     """600 stored responses of 4,000 short messages each once took 575 MB against a 64 MiB bound: the
     store held parsed objects. It holds bytes now, and its count is what it holds (tracemalloc)."""
