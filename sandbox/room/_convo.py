@@ -170,11 +170,34 @@ def _has(item: dict[str, Any], kinds: tuple[str, ...], keys: tuple[str, ...]) ->
     )
 
 
-def _results_follow_no_calls(items: list[Any]) -> bool:
-    """Whether tool results in a request the wire format could not read follow a turn without calls,
-    in any wire format: what `diagnose` calls `turn_first`, read from the raw JSON."""
+def _call_ids(item: dict[str, Any]) -> list[str]:
+    """The ids of the calls one raw turn makes, in any wire format (Gemini's calls may have none)."""
+    blocks = item.get("content", item.get("parts"))
+    listed = [*(item.get("tool_calls") or ()), item, *(blocks if isinstance(blocks, list) else ())]
+    ids = []
+    for block in listed:
+        if not isinstance(block, dict):
+            continue
+        if block is not item and "function" in block or block.get("type") == "tool_use":
+            ids.append(str(block.get("id")))
+        elif block.get("type") == "function_call":
+            ids.append(str(block.get("call_id")))
+        elif isinstance(block.get("functionCall"), dict) and block["functionCall"].get("id"):
+            ids.append(str(block["functionCall"]["id"]))
+    return ids
+
+
+def _raw_diagnosis(items: list[Any]) -> str | None:
+    """What `diagnose` would call a request the wire format could not read, from its raw JSON in any
+    wire format: `turn_once` (a turn's calls appear twice) or `turn_first` (results after a turn
+    without calls)."""
     turns = [item for item in items if isinstance(item, dict)]
+    made: set[str] = set()
     for index, item in enumerate(turns):
+        calls = _call_ids(item)
+        if any(call in made for call in calls):
+            return "turn_once"
+        made.update(calls)
         is_result = item.get("role") == "tool" or _has(
             item, ("tool_result", "function_call_output"), ("functionResponse",)
         )
@@ -185,8 +208,8 @@ def _results_follow_no_calls(items: list[Any]) -> bool:
         if not made_calls and not (
             before.get("role") == "tool" or _has(before, ("tool_result", "function_call_output"), ())
         ):
-            return True
-    return False
+            return "turn_first"
+    return None
 
 
 _WHERE = re.compile(r"\b(?:messages|input|contents)\.?\[(\d+)\]")
@@ -230,8 +253,8 @@ class Conversations:
         problem = diagnose(conversation.messages) if error is not None and conversation is not None else None
         if problem is not None:  # the grader's own diagnosis, so one mistake is counted under one rule
             rule = lesson_for_diagnosis(problem.kind).rule
-        elif error is not None and conversation is None and _results_follow_no_calls(items):
-            rule = lesson_for_diagnosis("turn_first").rule
+        elif error is not None and conversation is None and (kind := _raw_diagnosis(items)) is not None:
+            rule = lesson_for_diagnosis(kind).rule
         if conversation is not None:
             marked = error.message_index if error is not None else None
             entries = [

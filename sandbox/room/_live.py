@@ -2,9 +2,8 @@
 
 May touch: nothing but the fragments its `render` returns and its pages' pending updates. Owned by
 the server's event loop. One broadcaster renders the room when it changes, at most every
-`min_interval` seconds however many learners post (100 learners posting every 3 s is 33 changes a
-second: a page gets a few), and at least every `heartbeat` seconds, so "no run for N minutes"
-appears on its own. A new page gets everything once; then each update holds the parts (by element
+`min_interval` seconds however many learners post, and at least every `heartbeat` seconds, so "no
+run for N minutes" appears on its own. A new page gets everything once; then each update holds the parts (by element
 id) and the board's rows (by learner) whose HTML changed, the rows removed, and the rows' order when
 it moved. A page that reads slowly gets the updates it missed merged into one, never a backlog.
 """

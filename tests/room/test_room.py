@@ -13,11 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandbox.grading.judge._lessons import lesson_for
+from sandbox.grading.judge._lessons import lesson_for_diagnosis
 from sandbox.room import RoomService, Store
 from sandbox.room._export import folder_name
 from sandbox.room._model import Room, parse_run
-from sandbox.wire import Rule
 from tests.room_server import APPEND_ONCE, TITLES, TURN_FIRST, Learner, run, serving_room
 
 HOSTILE = "<script>window.pwned=1</script><img src=x onerror=alert(1)>"
@@ -308,7 +307,7 @@ def test_room_knows_a_learners_loop_by_its_api_key(served, where: str) -> None: 
     marked = [entry for entry in conversation["entries"] if entry["mark"]]
     assert marked and marked[0]["role"] == "assistant", conversation["entries"]
     assert served.instructor("/api/state").json()["learners"][0]["rejected"] == 1
-    lesson = lesson_for(Rule.MISSING_RESULT).rule
+    lesson = lesson_for_diagnosis("turn_once").rule  # the turn appended twice: the grader's own diagnosis
     assert conversation["outcome"]["rule"] == marked[0]["mark"] == lesson, "marked with the lesson's own words"
     rules = served.instructor("/api/state").json()["rules"]
     assert rules == [{"rule": lesson, "learners": 1, "names": ["ada"], "challenges": ["their own loop"]}]
