@@ -65,14 +65,17 @@ __all__ = [
     "transport",
 ]
 
-__version__ = "0.1.0"
-
 _LAZY = {"PROVIDER_HOSTS": ".adapters._mock", "SandboxMock": ".adapters._mock", "mock": ".adapters._mock"}
 
 
 def __getattr__(name: str) -> Any:
-    """`sandbox.mock` and its kin load respx on first use: a grading run (and every `sandbox` command)
-    imports this package, and none of them mounts the providers' hosts."""
+    """`sandbox.mock` and its kin load respx on first use, and `__version__` reads the installed
+    metadata on first use: a grading run (and every `sandbox` command) imports this package, and none
+    of them needs either."""
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    if name == "__version__":  # the installed distribution's: pyproject.toml is its one source
+        from importlib.metadata import version
+
+        return version("skyl-sandbox")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

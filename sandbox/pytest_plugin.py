@@ -8,9 +8,10 @@ in `challenges/NN_name/` or is marked `@pytest.mark.challenge("NN_name")`; it gr
 (verdicts, integrity, report, summary) `grading.judge._harness`'s.
 
 May touch: pytest's configuration (markers, its stash), the collection (it refuses conftest and ini
-files inside a challenges folder, starts the worker zygote and the other lanes' spares, registers the
-harness, the failure groups, the room's reporter and the lanes) and the garbage collector (`gc.freeze`,
-once). Its fixtures hand a test its `Challenge`, or a mounted `sandbox.mock()`.
+files inside a challenges folder, starts the worker template process and spares for the other
+parallel graders, registers the harness, the failure groups, the room's reporter and the parallel
+graders) and the garbage collector (`gc.freeze`, once). Its fixtures hand a test its `Challenge`,
+or a mounted `sandbox.mock()`.
 """
 
 from __future__ import annotations
@@ -114,9 +115,10 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
-    """The first challenge test file collected starts the worker zygote: its start-up (it imports skyl)
-    overlaps the rest of the collection instead of delaying the first test. The second challenge's, and
-    each next one's up to the run's number of lanes, starts a spare, for another lane (`judge._lanes`)."""
+    """The first challenge test file collected starts the worker template process: its start-up (it
+    imports skyl) overlaps the rest of the collection instead of delaying the first test. The second
+    challenge's, and each next one's up to the run's number of parallel graders, starts a spare for
+    another grader (`judge._lanes`)."""
     folder = challenge_folder(file_path) if file_path.suffix == ".py" and file_path.name.startswith("test_") else None
     if folder:
         config = parent.config

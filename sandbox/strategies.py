@@ -282,8 +282,8 @@ def _step_calls(
     tools: tuple[str, ...], call_arguments: _CallArguments, count: int, unique_calls: bool
 ) -> st.SearchStrategy[list[Call]]:
     """The `count` calls of one step, as a strategy made once per shape. What it draws is what a fresh
-    strategy of the same shape draws (hypothesis draws by structure, never by object), but a fresh one
-    is validated again on its first draw, which cost more than the drawing itself."""
+    strategy of the same shape draws (hypothesis draws by structure, never by object), without
+    validating a fresh one on every draw."""
     if isinstance(call_arguments, st.SearchStrategy):
         draw_call: st.SearchStrategy[Call] = st.builds(Call, st.sampled_from(tools), call_arguments)
     else:

@@ -182,16 +182,22 @@ class SandboxApp:
         await _send(send, 204, allowed, b"")
 
     async def _reply(self, send: Send, method: str, headers: Mapping[str, str], exchange: Exchange) -> None:
-        """Send `exchange` in one piece: a stream's frames are all ready, and leave in one write."""
+        """Send `exchange`: in one piece, as a stream's frames are all ready and so leave in one write,
+        unless it is large (then frame by frame, rather than copied whole first)."""
         out = self._with_cors(headers, exchange.headers)
+        chunks = exchange.chunks
         if exchange.delivery is not None:  # a scripted fault: slowed, or the connection cut
-            await asgi_deliver(send, exchange.status, out, exchange.chunks, exchange.delivery)
+            await asgi_deliver(send, exchange.status, out, chunks, exchange.delivery)
             return
-        body = b"".join(exchange.chunks)
         if method == "HEAD":
-            await _send(send, exchange.status, {**out, "content-length": str(len(body))}, b"")
+            await _send(send, exchange.status, {**out, "content-length": str(sum(map(len, chunks)))}, b"")
+        elif len(chunks) > 1 and sum(map(len, chunks)) > INLINE_BYTES:
+            await send({"type": "http.response.start", "status": exchange.status, "headers": _raw(out)})
+            for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
         else:
-            await _send(send, exchange.status, out, body, stream=len(exchange.chunks) > 1)
+            await _send(send, exchange.status, out, b"".join(chunks), stream=len(chunks) > 1)
 
     async def _refuse(
         self, send: Send, receive: Receive, method: str, headers: Mapping[str, str], refusal: Exchange

@@ -6,9 +6,10 @@ room of laptops shares needs, and that uvicorn leaves to a proxy in front of it,
 - A request head must be whole within `timeout_keep_alive` seconds of its first byte, and at most
   `MAX_HEAD` bytes (else a 400 that says so): uvicorn's keep-alive timer stops at the first byte,
   and it keeps a head of any size in memory.
-- Past `limit_concurrency` open connections, idle ones (no request in flight, nothing left to write)
-  are closed to make room: each holds a file descriptor, and a server out of them resets every
-  newcomer. The limit is set below the open-file limit (`sandbox.adapters._serve`).
+- At `limit_concurrency` open connections, idle ones (no request in flight, nothing left to write)
+  are closed to make room, where uvicorn would answer newcomers 503: each holds a file descriptor,
+  and a server out of them resets every newcomer. The limit is set below the open-file limit
+  (`sandbox.adapters._serve`).
 - A read that leaves a request unfinished is acknowledged at once (`_tcp.quick_ack`): a client that
   writes a head and its body in two segments would otherwise wait about 40 ms a kept-alive request.
 
@@ -44,7 +45,7 @@ class Protocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
-        if self.limit_concurrency is not None and len(self.connections) > self.limit_concurrency:
+        if self.limit_concurrency is not None and len(self.connections) >= self.limit_concurrency:
             self._make_room(self.limit_concurrency)
 
     def data_received(self, data: bytes) -> None:

@@ -254,8 +254,8 @@ def _replay(args: argparse.Namespace) -> int:
     from ..grading.judge._dialogue import call_key  # pytest, which only replay and grade need
 
     scenario = _catalogue.get_scenario(args.scenario)
-    door = transport(scenario)
-    client = skyl.Client(args.provider, transport=door)
+    mounted = transport(scenario)
+    client = skyl.Client(args.provider, transport=mounted)
     request = skyl.Request(
         model=scenario.name,
         messages=[skyl.user_text(scenario.prompt)],
@@ -272,7 +272,7 @@ def _replay(args: argparse.Namespace) -> int:
             label = ""
         response = client.complete(request)
         if args.wire:
-            exchange = door.journal[-1]
+            exchange = mounted.journal[-1]
             print(f"\n--- request {number}: POST {exchange.path}\n{_indented(exchange.request_body)}")
             print(f"--- response {number}: {exchange.status}\n{_indented(exchange.body)}\n")
         for part in response.message.reasoning():

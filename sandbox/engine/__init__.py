@@ -5,5 +5,5 @@
 `_repeats`, `_senders` and `_wrong_path` the errors the engine words itself, `kept/` the state a
 provider keeps for its client (stored responses, threads, conversations) and `faults/` the failures
 scripted on purpose. It imports the wire formats and the skyl model, never an adapter, the graders
-or the room: any door can sit in front of it.
+or the room: any adapter can sit in front of it.
 """

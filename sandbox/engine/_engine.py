@@ -1,10 +1,10 @@
-"""The one engine behind every door: request bytes in, provider-exact response bytes out.
+"""The one engine behind every adapter: request bytes in, provider-exact response bytes out.
 
     path -> wire format -> parse and validate (the provider's own rules)
          -> scenario (pinned, or named by the model field) -> replay the history (ours?)
          -> budget -> render the next turn -> response JSON or SSE frames
 
-Every failure is a provider-shaped error; nothing here raises to the door. This module is the
+Every failure is a provider-shaped error; nothing here raises to the adapter. This module is the
 dispatch; the `Exchange` type and the error exchanges live in `_exchange`, the errors the engine
 words itself in `_refusals`, the history's replay in `_replay`, kept state in `_kept`.
 """
@@ -97,7 +97,7 @@ class Engine:
     ) -> Exchange:
         """Answer one request. `path` excludes the query string; `client` keys the repeat guard.
 
-        `query` is the URL's query string, as the HTTP doors pass it: a Gemini stream is SSE with
+        `query` is the URL's query string, as the HTTP adapters pass it: a Gemini stream is SSE with
         `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
         (a direct call, no URL) streams SSE. `headers` (lower-case names) are read at the clouds' paths
         (Azure OpenAI, Vertex AI), whose front ends check a key, and for the credential that owns kept
@@ -130,7 +130,7 @@ class Engine:
             expanded = self.kept.expand(wire, body, owner)
         except WireError as error:
             return error_exchange(method, path, body, wire, error, conversation, digest)
-        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+        except Exception as exc:  # noqa: BLE001 - an adapter must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), conversation, digest)
         try:
             conversation = self.kept.parse(wire, expanded, path_model=found.model, path_stream=found.stream)
@@ -150,7 +150,7 @@ class Engine:
             self.kept.release(expanded)
             error = self.kept.explain(error, expanded)
             return error_exchange(method, path, body, wire, error, conversation, digest)
-        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+        except Exception as exc:  # noqa: BLE001 - an adapter must never crash; tests assert this never happens
             self.kept.release(expanded)
             return error_exchange(method, path, body, wire, internal(wire, exc), conversation, digest)
 
@@ -163,13 +163,13 @@ class Engine:
             status, answer = self.kept.conversations.handle(method, path, query, body, owner, digest)
         except WireError as error:
             return error_exchange(method, path, body, wire, error, None, digest)
-        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+        except Exception as exc:  # noqa: BLE001 - an adapter must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
         headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
         return Exchange(method, path, status, headers, (answer,), body, wire.name)
 
     def runs_inline(self, path: str, body: bytes, inline_bytes: int) -> bool:
-        """Whether an event-loop door may answer `body`, sent to `path`, on the loop: a small request
+        """Whether an event-loop adapter may answer `body`, sent to `path`, on the loop: a small request
         that continues no kept state (a continuation's history is its chain's, whatever its own size)."""
         if len(body) > inline_bytes:
             return False
@@ -184,14 +184,14 @@ class Engine:
         return answer_identity(next(self._answers), body)
 
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
-        """The provider-shaped 413 for a body a door stopped reading at `size` bytes."""
+        """The provider-shaped 413 for a body an adapter stopped reading at `size` bytes."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
         digest = self._identity(f"oversized:{size}".encode())
         return error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
-        """The error for a body a door stopped waiting for after `seconds`."""
+        """The error for a body an adapter stopped waiting for after `seconds`."""
         return self.refuse(
             method,
             path,
@@ -201,7 +201,7 @@ class Engine:
         )
 
     def refuse(self, method: str, path: str, status: int, message: str) -> Exchange:
-        """A door's own refusal (a slow body, an unknown Content-Encoding, ...) in the envelope of the
+        """An adapter's own refusal (a slow body, an unknown Content-Encoding, ...) in the envelope of the
         provider that `path` belongs to, as the engine's errors are."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
@@ -236,7 +236,7 @@ class Engine:
                 resume.parser = resume.full = None
         turns = 0 if done is None else done.turns
         for message in conversation.messages[done.messages :] if done is not None else conversation.messages:
-            if message.role == "assistant":  # a loop: Python 3.11 makes a function of each comprehension
+            if message.role == "assistant":
                 turns += 1
         if turns >= self.budget:  # counted before the replay, so a runaway history costs a count, not a replay
             raise budget_error(wire, scenario, self.budget, turns)

@@ -1,8 +1,8 @@
-"""What a door sends back: the `Exchange` type, and the error exchanges every refusal becomes.
+"""What an adapter sends back: the `Exchange` type, and the error exchanges every refusal becomes.
 
 May touch: nothing but the answer it is handed (a wire format's error envelope, the chunks already
 rendered); it reads no scenario and keeps no state. Apart from the engine's dispatch so that the
-doors, the journal and the graders, which only read exchanges, depend on this small module alone.
+adapters, the journal and the graders, which only read exchanges, depend on this small module alone.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["Exchange", "answer_identity", "answered_exchange", "as_json_array", 
 
 @dataclass(frozen=True)
 class Exchange:
-    """One request and the sandbox's answer: what a door sends back, and what a journal keeps."""
+    """One request and the sandbox's answer: what an adapter sends back, and what a journal keeps."""
 
     method: str
     path: str
@@ -39,7 +39,7 @@ class Exchange:
     fault: Fault | None = None
     """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
     delivery: Delivery | None = field(default=None, repr=False)
-    """How a door must send the chunks (latency, a cut connection); None: all at once."""
+    """How an adapter must send the chunks (latency, a cut connection); None: all at once."""
 
     @property
     def delivers_turn(self) -> bool:
@@ -69,10 +69,8 @@ def answer_identity(number: int, body: bytes) -> str:
     (unique in the engine, so no two answers share an id), in hex after a CRC-32 of the request's
     bytes (eight hex digits), so that engines answering different requests, a server before and after
     a restart among them, seldom issue the same id. A checksum rather than a digest: the number
-    already makes it unique, and a 1 kB body costs a third of a BLAKE2 digest's instructions. Written
-    with `%` rather than an f-string: the same text, a fifth fewer instructions (two format specs
-    parsed at once rather than one `format()` call each)."""
-    return "%08x%x" % (zlib.crc32(body), number)  # noqa: UP031 - see above
+    already makes it unique."""
+    return "%08x%x" % (zlib.crc32(body), number)  # noqa: UP031 - one call formats both fields
 
 
 _new = object.__new__
@@ -93,10 +91,9 @@ def answered_exchange(
     fault: Fault | None,
     delivery: Delivery | None,
 ) -> Exchange:
-    """The exchange of a 200 the engine answered: `Exchange(...)` with these fields and no error,
-    without the frozen `__init__`'s `object.__setattr__` per field or a dict of keywords copied into
-    the instance's: its fields are one dict display, which the instance takes as its own (a third
-    of the cost; every answer makes one). `tests/engine/test_answer_ids.py` holds it to `Exchange`'s fields."""
+    """The exchange of a 200 the engine answered: `Exchange(...)` with these fields and no error, made
+    without the frozen `__init__`, since every answer makes one: its fields are one dict that the
+    instance takes as its own. `tests/engine/test_answer_ids.py` holds it to `Exchange`'s fields."""
     made = _new(Exchange)
     _set(
         made,

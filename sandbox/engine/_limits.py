@@ -20,8 +20,8 @@ MAX_CALLS_PER_TURN = 512
 """Tool calls in one assistant turn. [INF] A sandbox limit; no scripted turn comes near it."""
 MAX_ITEMS = 10_000
 """Messages, content parts and tools in one request, counted before the request is parsed. [INF] A
-sandbox limit: each costs tens of microseconds to validate, and 4 MiB holds 150,000 tiny ones. A
-conversation within the budget holds a few hundred."""
+sandbox limit: 4 MiB holds 150,000 tiny ones, each validated in turn, while a conversation within
+the budget holds a few hundred."""
 COUNT_ABOVE = 64 * 1024
 """Bodies smaller than this cannot hold enough items to matter, and skip the count."""
 

@@ -92,7 +92,7 @@ def check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation
     called = scenario.called
     if not called:
         return
-    if called.issubset(map(_NAME, conversation.tools)):  # no comprehension: 3.11 makes a function of each
+    if called.issubset(map(_NAME, conversation.tools)):
         return
     needed = sorted(called.difference(map(_NAME, conversation.tools)))
     raise wire.error(

@@ -55,7 +55,7 @@ def history_keys(scope: str, messages: Sequence[Message], resume: Digested | Non
 
     A key is Python's hash of the one before it and the next message, chained from the scope's: 64
     bits, salted per process (so no sender can build a collision ahead), and never kept beyond the
-    process; the guard needs no more, and a cryptographic digest cost more than the rest of it."""
+    process: the guard needs no more than that."""
     if resume is not None and resume.scope == scope and resume.messages <= len(messages):
         key, before_last, rest = resume.digest, resume.before_last, messages[resume.messages :]
     else:
@@ -91,7 +91,7 @@ def _next_key(key: int, role: str, content: Sequence[Part]) -> int:
 def _part_fields(part: Part) -> tuple[object, ...]:
     """A part's fields in the key. A call is its id and name: the replay matched its arguments to the
     call the script made at that step already (as dicts, whatever the order of their keys), so they
-    tell no two accepted histories apart, and writing them out cost as much as the rest of the key."""
+    tell no two accepted histories apart."""
     if isinstance(part, Text):
         return ("t", part.text)
     if isinstance(part, ToolCall):

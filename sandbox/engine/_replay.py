@@ -61,10 +61,10 @@ class _SentCalls:
     def rendered(
         self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
     ) -> tuple[list[ToolCall], int]:
-        """The calls for an answer (copies: the answer's own) and the output tokens they count (the
-        README's "Usage figures")."""
+        """The calls for an answer (copies: the answer's own) and the output tokens they count (see
+        "Usage figures" in docs/agents/scenarios.md)."""
         _, calls, tokens = self._made(wire, scenario, script_index, step_number)
-        copies = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
+        copies = []
         for call in calls:
             copies.append(ToolCall(call.id, call.name, dict(call.arguments)))
         return copies, tokens
@@ -122,7 +122,7 @@ def render_turn(
     reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
     parts: list[Part] = [*reasoning, Text(text), *calls] if text else [*reasoning, *calls]
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
-    # The README's "Usage figures": 4 characters a token, thinking included in the output.
+    # docs/agents/scenarios.md, "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
     output_tokens = 1 + len(text) // 4 + call_tokens + thinking
     return ModelTurn(
@@ -181,7 +181,7 @@ def replay(
         if not _same_calls(wire, echoed, expected):
             raise _mismatch(wire, scenario, conversation, index, step_number, echoed, expected)
         answers = _answers(wire, conversation, group, echoed, expected)
-        last_results = []  # a loop, not a comprehension: Python 3.11 makes a function of each one it runs
+        last_results = []
         for answer in answers:
             last_results.append(answer.content)
         results += last_results
@@ -301,7 +301,7 @@ def _same_calls(wire: WireFormat, echoed: Sequence[ToolCall], expected: Sequence
     if len(echoed) != len(expected):
         return False
     ids = wire.has_call_ids
-    at = 0  # a counter, not a zip: making the iterator cost more than comparing a call
+    at = 0
     for got in echoed:
         want = expected[at]
         at += 1

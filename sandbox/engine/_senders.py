@@ -1,4 +1,4 @@
-"""Who is asking: the keys the engine counts and scopes by, from what each door knows of a request.
+"""Who is asking: the keys the engine counts and scopes by, from what each adapter knows of a request.
 
 May touch: nothing but the request's own facts (its thread and task, its headers). Two keys with two
 jobs: the sender (`caller_key`, or the TCP connection for the server) is what the repeat guard
@@ -17,13 +17,13 @@ __all__ = ["caller_key", "owner_key"]
 
 
 def caller_key() -> str:
-    """Who is asking, for an in-process door: the calling thread, and the asyncio task within it.
+    """Who is asking, for an in-process adapter: the calling thread, and the asyncio task within it.
 
     The repeat guard counts identical requests per caller, so that 64 threads of one test suite
     sending the same first request are 64 callers, while a loop resending one request is one.
     """
     # Asked first without raising: `current_task()` raises outside a loop, the common case of a sync
-    # client, and an exception costs more than the rest of this function.
+    # client.
     loop = asyncio._get_running_loop()
     task = asyncio.current_task(loop) if loop is not None else None
     thread = f"thread:{threading.get_ident()}"

@@ -107,6 +107,7 @@ def test_serve_banner_says_where_to_point_the_sdks(served: tuple[str, subprocess
     assert f"base_url={base}/v1" in output
 
 
+@pytest.mark.slow
 def test_serve_on_port_0_prints_the_port_it_bound() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "sandbox", "serve", "--port", "0"],

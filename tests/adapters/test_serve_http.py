@@ -97,6 +97,7 @@ def test_anthropic_refuses_a_browser_that_did_not_opt_in_as_the_real_api_does(ba
     assert "access-control-allow-origin" not in answer.headers
 
 
+@pytest.mark.slow
 def test_cors_origin_narrows_who_may_call() -> None:
     ask = {"access-control-request-method": "POST"}
     path = "/v1/chat/completions"

@@ -446,12 +446,13 @@ def test_the_javascript_feedback_names_the_javascript_api(
     assert "skyl." not in out and "resp.tool_calls()" not in out, out
 
 
-def test_the_readme_counts_the_cases_the_walkthroughs_grade() -> None:
+def test_the_docs_count_the_cases_the_walkthroughs_grade() -> None:
     """The walkthroughs' full grades run every case on all four formats."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    go_page = (ROOT / "docs" / "learn" / "go.md").read_text(encoding="utf-8")
+    js_page = (ROOT / "docs" / "learn" / "javascript.md").read_text(encoding="utf-8")
     go_line = next(
-        line for line in readme.splitlines() if line.startswith("sandbox grade -- ./loop") and " cases:" in line
+        line for line in go_page.splitlines() if line.startswith("sandbox grade -- ./loop") and " cases:" in line
     )
-    js_line = next(line for line in readme.splitlines() if "-- node examples/js/loop.mjs   #" in line)
+    js_line = next(line for line in js_page.splitlines() if "-- node examples/js/loop.mjs   #" in line)
     assert f"# {len(PROVIDERS) * ALL_CASES} cases" in go_line, go_line
     assert f"# {len(PROVIDERS) * ALL_CASES} cases" in js_line, js_line

@@ -1,5 +1,5 @@
-"""The README's Go walkthrough runs as written, from an empty folder: `sandbox init go`, `go build`,
-`sandbox grade`, with nothing downloaded (GOPROXY=off) and the outcomes the README claims. The
+"""The docs' Go walkthrough (docs/learn/go.md) runs as written, from an empty folder: `sandbox init go`, `go build`,
+`sandbox grade`, with nothing downloaded (GOPROXY=off) and the outcomes the page claims. The
 scaffold's Go sources ship in the wheel, so `sandbox init go` works from an installed package too."""
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ import pytest
 from sandbox.cli._scaffold import GO_SOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+GO_PAGE = (ROOT / "docs" / "learn" / "go.md").read_text(encoding="utf-8")
 
 
 def walkthrough() -> list[tuple[str, str]]:
     """The commands of the walkthrough's first block, each with its comment."""
-    section = README.split("### A Go walkthrough", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
+    block = re.search(r"```bash\n(.*?)```", GO_PAGE, re.DOTALL)
     assert block, "no bash block in the Go walkthrough"
     lines = []
     for line in block.group(1).splitlines():
@@ -123,7 +122,7 @@ def test_the_wheel_ships_the_go_sources(tmp_path: Path) -> None:
             "pip",
             "wheel",
             str(source),
-            "--no-deps",  # with build isolation, as the README's Gradescope recipe builds it
+            "--no-deps",  # with build isolation, as the docs' Gradescope recipe builds it
             "-q",
             "-w",
             str(tmp_path),
@@ -160,12 +159,9 @@ def test_init_refuses_a_folder_that_is_not_empty(
 
 
 @pytest.mark.slow
-def test_an_existing_module_takes_the_client_as_the_readme_says(
-    go: str, go_env: dict[str, str], tmp_path: Path
-) -> None:
-    """`go mod init myloop` first (what the issue's Go learner did), then the README's two lines."""
-    section = README.split("### A Go walkthrough", 1)[1]
-    block = section.split("Already ran `go mod init`", 1)[1]
+def test_an_existing_module_takes_the_client_as_the_docs_say(go: str, go_env: dict[str, str], tmp_path: Path) -> None:
+    """`go mod init myloop` first (what the issue's Go learner did), then the page's two lines."""
+    block = GO_PAGE.split("Already ran `go mod init`", 1)[1]
     commands = re.search(r"```bash\n(.*?)```", block, re.DOTALL)
     assert commands
     scaffold = tmp_path / "scaffold"

@@ -1,6 +1,6 @@
-"""OpenAI's Conversations API (issue 22): what Responses clients use of it, kept as state with the
-same bounds and per-sender rules as threads and stored responses. Before, every conversation id got
-"Conversation with id '...' not found." and `/v1/conversations` a 404."""
+"""OpenAI's Conversations API: what Responses clients use of it, kept as state with the
+same bounds and per-sender rules as threads and stored responses; an id the sandbox does not hold
+gets OpenAI's "Conversation with id '...' not found."."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_an_answer_names_its_conversation_only_when_the_request_named_one() -> N
 
 def test_a_stored_response_and_a_conversation_at_once_are_refused_as_the_api_refuses_them() -> None:
     """Both kinds of history named in one request, each of them real and the sender's own: the API refuses
-    the pair before it looks either up. Before, the learner read that the stored response was not found."""
+    the pair before it looks either up, rather than telling the learner that one of them was not found."""
     import openai
 
     with _in_process() as client:

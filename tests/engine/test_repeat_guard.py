@@ -1,9 +1,9 @@
-"""The repeat guard tells a runaway from a rerun (issue 18).
+"""The repeat guard tells a runaway from a rerun.
 
 A runaway resends a request without its conversation ever moving on; a test suite, a soak or a
-benchmark runs one complete loop again and again through one client. Before, the guard counted
-identical requests alone, and refused the 51st run of a finished loop: 30 of 80 runs through one
-`sandbox.transport()` in one thread, and the same over a kept-alive connection.
+benchmark runs one complete loop again and again through one client, and must never be refused,
+however many times it runs through one `sandbox.transport()` in one thread or over one kept-alive
+connection.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ TRICKS = {
 }
 """Trick -> the challenge it is graded as (its module in tests/exploits/<trick>/<challenge>.py)."""
 FALLBACK_CANNOT_STOP = {"resolve_solutions"}
-"""What only bubblewrap stops: the README's instructor's guide names each."""
+"""What only bubblewrap stops: docs/teach/security.md names each."""
 SANDBOX_TRICKS = {*TRICKS, "block_forever", "setsid_grandchild"}
 POISON = "zz_sandbox_exploit_poison.pth"
 

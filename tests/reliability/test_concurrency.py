@@ -3,7 +3,7 @@
 The history is the only state, so a request's answer may not depend on what else is in flight; the
 shared pieces (the journal, the repeat guard, the lazily loaded wire formats) must hold under contention.
 The one difference allowed is the ids an answer issues for itself, which carry the engine's number
-for the request (README, "Determinism"): compared with those ids masked, every byte is the same.
+for the request (docs/agents/scenarios.md, "Determinism"): compared with those ids masked, every byte is the same.
 """
 
 from __future__ import annotations

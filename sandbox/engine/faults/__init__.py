@@ -7,7 +7,7 @@ connections and latency, each with the provider's real status, body, headers or 
 
 Each provider's bodies live in `faults/<provider>.py` with their sources; `_spec` is the model and
 its refusals, `_plan` the engine's hook (which fault plays on which attempt), `_apply` and `_delivery`
-what a fault does to one answer and how the doors send it.
+what a fault does to one answer and how the adapters send it.
 """
 
 from __future__ import annotations

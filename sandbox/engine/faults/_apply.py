@@ -1,5 +1,5 @@
 """A picked fault made concrete for one wire format: the error to answer with, or the answer's frames
-broken as the fault says and how a door must deliver them. Pure functions."""
+broken as the fault says and how an adapter must deliver them. Pure functions."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""How a door sends a faulted answer: waits before the first byte and between frames, and a
+"""How an adapter sends a faulted answer: waits before the first byte and between frames, and a
 connection that closes after some frames (or before any byte).
 
-The in-process doors raise the HTTP library's `RemoteProtocolError` where a real connection would
-break, so clients see what they would over a socket; the ASGI door aborts the socket itself.
+The in-process adapters raise the HTTP library's `RemoteProtocolError` where a real connection would
+break, so clients see what they would over a socket; the ASGI app aborts the socket itself.
 """
 
 from __future__ import annotations

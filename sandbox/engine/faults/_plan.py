@@ -8,10 +8,10 @@ real API: a retry that arrives before the hint has passed gets the same error ag
 no attempt (`Applied.early`). The count forgets a request after `window` seconds of quiet, so
 re-running a suite against one `sandbox serve` plays its faults again.
 
-The sender is the door's caller key (thread and task in process), or for an HTTP door the client's
+The sender is the adapter's caller key (thread and task in process), or for an HTTP adapter the client's
 address without its port: a client whose connection was cut retries on a new connection.
 
-A door that knows when a request arrived says so (`arrived_at`): the hint is then judged on arrival,
+An adapter that knows when a request arrived says so (`arrived_at`): the hint is then judged on arrival,
 as the real API judges it, rather than after the sandbox has read and checked the request, which on a
 busy machine can take longer than a hint of tens of milliseconds and let an immediate retry through.
 """
@@ -62,7 +62,7 @@ class Applied:
 
 
 class FaultPlan:
-    """The ad-hoc faults of a mounting (`transport(faults=...)`) plus each scenario's own."""
+    """The ad-hoc faults of a mount (`transport(faults=...)`) plus each scenario's own."""
 
     def __init__(self, faults: Sequence[Fault] = (), *, budget: int, window: float = 30.0, size: int = 10_000) -> None:
         for fault in faults:

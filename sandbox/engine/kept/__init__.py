@@ -1,32 +1,22 @@
-"""State a real provider keeps for its client, kept the same way: Anthropic message threads and OpenAI
-Responses `previous_response_id` (with `store`, on by default).
+"""State a real provider keeps for its client, kept the same way: Anthropic message threads, OpenAI
+Responses `previous_response_id` (with `store`, on by default) and conversations.
 
 May touch: the request bytes before the wire format parses them, and the answer after; never the
-script engine, which stays stateless (DESIGN.md). Before a request reaches the wire format, `expand`
-turns a continuation into the full request the client would otherwise have sent, history included,
-and after a successful answer `keep` stores what that turn added under the response's id. A
-Responses continuation whose chain left a snapshot (`_chain`) is walked from it (`parse`): only
-its own `input` is read, and the answer is the one the whole request would get.
+script engine, which stays stateless. `expand` turns a continuation into the full request the
+client would otherwise have sent, history included; after a successful answer, `keep` stores what
+that turn added under the response's id. A continuation whose chain left a snapshot (`_chain`) is
+checked from there: only its own input is read, and the answer is the one the whole request would get.
 
-Whose state it is: the sandbox finds state only by an id it issued, and every response id is
-unique to its answer (the engine numbers its answers), so two senders of the same request never
-share a thread or a stored response. A continuation must also come from the same owner as the
-state (the credential the request carried, as a real provider scopes stored state to its key).
-Memory is bounded in entries and bytes, counted as held (`_store`); the oldest state goes first,
-and nothing survives the process.
+State is found only by an id the sandbox issued, every response id is unique to its answer, and a
+continuation must carry the same credential as the request that made the state, as a real provider
+scopes stored state to its key. Memory is bounded in entries and bytes (`_store`); the oldest state
+goes first, and nothing survives the process.
 
-What the real APIs do, as the official SDKs read it:
-- Anthropic (`anthropic` 2.15, `types/beta/beta_message_thread_param.py`, `lib/threads/_thread_state.py`):
-  `"thread": {"type": "create"}` holds the conversation under the response's `id`; `{"type":
-  "continue", "previous_message_id": ...}` sends only the new messages and no `system`/`tools` (the
-  thread keeps those). Each response can be continued once. Rejections carry
-  `error.details.error_code`: `thread_not_found` (404: the SDK replays the whole history under a new
-  thread), `thread_already_continued`, `thread_continue_in_flight`, `thread_fingerprint_mismatch`,
-  `thread_unsupported_request` (400; `_error_classes.py`). Their texts are [INF], written from the
-  SDK's docstrings for those errors.
-- OpenAI Responses (wire-openai.md 3.1): `previous_response_id` names a stored response; its input
-  and output items come before the new `input`; `instructions` and `tools` are not carried over.
-  `store: false` keeps nothing. Any stored response can be continued any number of times.
+Sources: the anthropic SDK 2.15 (`types/beta/beta_message_thread_param.py`,
+`lib/threads/_thread_state.py`, `_error_classes.py`) for threads and their `error_code`s, whose texts
+are [INF], written from the SDK's docstrings; the openai SDK's Responses types for
+`previous_response_id`, whose input and output items come before the new `input` (`instructions` and
+`tools` are not carried over, `store: false` keeps nothing).
 """
 
 from __future__ import annotations

@@ -3,18 +3,16 @@ chain, an Anthropic message thread, a conversation).
 
 May touch: the wire formats' walks (Responses `Walked`, `parse_continuing`; Anthropic `Thread`,
 `continue_thread`), the replay's position and the repeat guard's digest; never the store's bytes
-(the store holds a `Snapshot` beside an entry and counts its size). The whole history of a
-continuation is its chain's: walked again, the items of a chain 500 turns long cost 60x one 10
-turns long. But each item was checked when it arrived, and each answer's items are the fake's own,
-so what the walk, the replay and the repeat guard's digest left after a response is kept with it
-(`Snapshot`), and its continuation walks, checks and replays only its own `input` (a thread: its
-own `messages`). The result is the one the whole request would get: a continuation that fails
-anywhere on the short way is walked again the whole way, for the exact error.
+(the store holds a `Snapshot` beside an entry and counts its size). Each item of a chain was
+checked when it arrived, so what reading, replaying and digesting the history left after a response
+is kept with it (`Snapshot`), and its continuation reads, checks and replays only its own `input` (a
+thread: its own `messages`), so that a long chain costs no more than a short one. The result is the
+one the whole request would get: a continuation that fails anywhere on the short way is checked
+again from the start, for the exact error.
 
-Memory: a snapshot holds the chain's neutral messages as objects, not bytes, so it is counted
-(`snapshot_size`, measured in `bench/_kept.py`) against the same bound as the stored bytes, and
-snapshots hold at most an eighth of it, the oldest let go first (a continuation without one walks
-the whole chain). A chain keeps one snapshot, its newest response's: its continuation's replaces it.
+A snapshot holds objects, not bytes, so it is counted (`snapshot_size`) against the same bound as
+the stored bytes, and snapshots hold at most an eighth of it, the oldest let go first. A chain keeps
+one snapshot, its newest response's.
 """
 
 from __future__ import annotations
@@ -33,14 +31,13 @@ from .._scenario import Scenario
 __all__ = ["Replayed", "Resume", "Snapshot", "snapshot_size"]
 
 SNAPSHOT_BYTES_PER_MESSAGE = 900
-"""Memory a snapshot holds per neutral message beyond its text: the message, its parts, its walk's
-turn and path (measured with tracemalloc on CPython 3.11: 850 bytes for a short message)."""
+"""Memory a snapshot is counted per neutral message beyond its text: the message, its parts, its
+walk's turn and path (the `kept` rows of bench/ measure the process's memory against it)."""
 SNAPSHOT_BYTES_PER_BYTE = 2
 """And per byte of the JSON the chain's items came from (the text, as `str`)."""
 SNAPSHOT_BYTES_PER_ID = 400
 """And per item id a Responses walk holds (its string and set slot): a conversation's items all have
-ids (measured with tracemalloc: a conversation 300 turns long held 1.28 MB of snapshot where the two
-terms above counted 0.92)."""
+ids."""
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,9 @@
 May touch: nothing outside itself (no wire format, no engine). Each entry holds the JSON of what its
 turn added (new messages or items, and the answer), as one `bytes` fragment, plus a link to the
 entry it continued. A chain of N turns is N small entries, never N copies of a growing history: the
-history is the chain's fragments joined, which costs a pointer hop and a copy per turn, not a parse.
-The byte bound counts each fragment's length plus a fixed overhead per entry, so the figure it
-holds to is the process's real memory (measured in `bench/`), not an estimate of JSON that was
-never kept.
+history is the chain's fragments joined, never parsed again. The byte bound counts each fragment's
+length plus a fixed overhead per entry, so the figure it holds to is the process's real memory, not
+an estimate of JSON that was never kept.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ from dataclasses import dataclass
 __all__ = ["ENTRY_OVERHEAD", "Claim", "Entry", "Store"]
 
 ENTRY_OVERHEAD = 240
-"""Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id (measured:
-about 200 on CPython 3.11)."""
+"""Bytes an entry is counted beyond its fragments: the entry object, its dict slot and its id."""
 SNAPSHOT_SHARE = 8
 """Snapshots (`_chain`) hold at most this fraction of the byte bound: the stored bytes keep the rest."""
 _ITEMS = operator.attrgetter("items")

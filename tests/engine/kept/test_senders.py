@@ -1,8 +1,8 @@
 """Kept state belongs to one sender and one answer: two learners sending the same first request each
 get a thread (a stored response) of their own; a continuation is atomic; a forgotten id says why.
 
-Issue 18: before, ids derived from the request bytes, so two learners' equal `thread: create`
-requests got the same `msg_` id: A's continuation 200, B's 400 `thread_already_continued`.
+Were ids derived from the request bytes alone, two learners' equal `thread: create` requests would
+get the same `msg_` id: A's continuation 200, B's 400 `thread_already_continued`.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_two_senders_of_the_same_stored_response_each_continue_their_own() -> No
 
 
 def test_a_fresh_engine_issues_the_same_ids_for_the_same_requests_in_the_same_order() -> None:
-    """The determinism promise (README): ids carry the engine's number for each request."""
+    """The determinism promise (docs/agents/scenarios.md): ids carry the engine's number for each request."""
 
     def run() -> list[str]:
         engine = sandbox.Engine()
