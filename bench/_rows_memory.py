@@ -204,3 +204,13 @@ def row_kept(settings: Settings) -> list[Row]:
         Row("kept state: one Responses conversation turn at depth 500", turn, "the same at depth 10-30",
             "<= 2 (cost of what is new)", turn <= 2, turn_timed),
     ]  # fmt: skip
+
+
+def row_stores(settings: Settings) -> list[Row]:
+    import _stores
+
+    return [
+        Row(f"kept state: one previous_response_id continuation, {name} store", ratio, "the same, memory store",
+            "reported (a shared store's transaction)", None, measured)
+        for name, ratio, measured in _stores.stores_rows()
+    ]  # fmt: skip

@@ -3,13 +3,17 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 import sandbox
 from sandbox import skyl
+from sandbox.engine import kept as kept_package
+from sandbox.engine.kept import _store as kept
 from tests.loopback import serving
+from tests.stores import BACKENDS, redis_server
 
 # No timing assertions (the project brief): hypothesis's default 200 ms deadline per example is one,
 # and on a busy 2-core machine a mutated-body property took 307 ms once and 25 ms on its rerun.
@@ -112,3 +116,48 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
     for shot in SCREENSHOTS:
         terminalreporter.write_line(f"room page screenshot: {shot}")
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `redis-server` for the session's tests (each test empties it first: `kept_store`)."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def kept_store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test against each kept-state backend: every engine it makes keeps its state in a fresh
+    store of that kind (`tests/stores.py`). Its URL, for a second engine or process to share."""
+    url = "memory"
+    if request.param != "memory" and request.node.get_closest_marker("memory_store"):
+        pytest.skip("this test is about the memory store (its snapshots, or a store of one engine)")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'kept.db'}"
+    elif request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        import redis
+
+        with redis.Redis.from_url(url) as client:
+            client.flushdb()
+    if url != "memory":
+        opened = kept_package.open_store
+
+        def open_shared(given: str, max_entries: int, max_bytes: int) -> kept.Store:
+            return opened(url if given == "memory" else given, max_entries, max_bytes)
+
+        monkeypatch.setattr(kept_package, "open_store", open_shared)
+    yield url
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store that several engines and processes share, of each kind: its URL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'kept.db'}"
+    url: str = request.getfixturevalue("redis_url")
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()
+    return url

@@ -136,6 +136,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
         sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
         sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
+        store = "where kept state lives: memory (default), sqlite:///PATH or redis://HOST:PORT/DB (shared)"
+        sub.add_argument("--store", default="memory", metavar="URL", help=store)
         room.add_options(sub, flag=sub is serve_)
     verify = command("verify", room.VERIFY_SUMMARY, room.verify, [])
     room.add_verify_options(verify)
@@ -331,6 +333,7 @@ def _serve(args: argparse.Namespace) -> int:
         faults=args.faults,
         kept=args.kept,
         kept_mib=args.kept_mib,
+        store=args.store,
     )
 
     def banner(port: int) -> None:

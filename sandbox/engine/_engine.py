@@ -12,7 +12,6 @@ words itself in `_refusals`, the history's replay in `_replay`, kept state in `_
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,14 +21,14 @@ from ..wire.clouds import CloudRefusal, CloudRoute
 from ._catalogue import catalogue
 from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
-from ._refusals import budget_error, check_tools, gemini_alt, internal, too_large, unknown_scenario
-from ._repeats import Digested, RepeatGuard, history_keys, repeat_error
+from ._refusals import budget_error, check_tools, gemini_alt, internal, store_unavailable, too_large, unknown_scenario
+from ._repeats import Digested, Repeats, history_keys, repeat_error
 from ._replay import render_turn, replay
 from ._scenario import Scenario
 from ._senders import caller_key, owner_key
 from ._wrong_path import wrong_path
 from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
-from .kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume
+from .kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume, StoreUnavailable
 
 __all__ = ["DEFAULT_BUDGET", "MAX_CALLS_PER_TURN", "MAX_MESSAGES", "Engine", "Exchange", "caller_key", "owner_key"]
 
@@ -42,7 +41,9 @@ class Engine:
     """Answers requests for a scenario.
 
     `scenario` pins one scenario (a `Scenario` or a catalogue name); without it the request's model
-    field names the scenario. `scenarios` adds scenarios to the catalogue by name.
+    field names the scenario. `scenarios` adds scenarios to the catalogue by name. `store` names where
+    kept state lives: `memory` (this engine alone), `sqlite:///PATH` or `redis://HOST:PORT/DB` (shared
+    with every engine, in any process, that names the same store).
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class Engine:
         faults: Sequence[Fault] | str | None = None,
         kept: int = DEFAULT_MAX_KEPT,
         kept_mib: float = DEFAULT_MAX_KEPT_BYTES / (1024 * 1024),
+        store: str = "memory",
     ) -> None:
         if not isinstance(budget, int) or budget < 1:
             raise UsageError(f"budget={budget!r}: use a whole number of requests, at least 1.")
@@ -78,12 +80,13 @@ class Engine:
                 self.faults.check_request(fault, where=f"scenario {playing.name!r}:")
         self.budget = budget
         self.max_body_bytes = max_body_bytes
-        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024))
+        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024), store)
         """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
         keeps, for the clients of providers that keep it (see `_kept`)."""
-        self._repeats = RepeatGuard()
-        self._answers = itertools.count(1)
-        """Numbers every request this engine answers: the ids an answer issues for itself carry it."""
+        self._repeats: Repeats = self.kept.store.repeats()
+        self._answers = self.kept.store.numbers()
+        """Numbers every request this engine answers: the ids an answer issues for itself carry it. A
+        shared store hands them out, so no two engines sharing it issue the same id."""
 
     def handle(
         self,
@@ -101,8 +104,23 @@ class Engine:
         `alt=sse` (what the SDKs send) and a JSON array without it, as the real API answers. None
         (a direct call, no URL) streams SSE. `headers` (lower-case names) are read at the clouds' paths
         (Azure OpenAI, Vertex AI), whose front ends check a key, and for the credential that owns kept
-        state (`owner_key`).
+        state (`owner_key`). A shared store that cannot be reached gets a 503 in the provider's envelope.
         """
+        try:
+            return self._handle(method, path, body, client=client, query=query, headers=headers)
+        except StoreUnavailable as exc:
+            return self._unavailable(method, path, body, exc)
+
+    def _handle(
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        client: str,
+        query: str | None,
+        headers: Mapping[str, str] | None,
+    ) -> Exchange:
         found = route(path)
         digest = self._identity(body)
         owner = owner_key(headers or {})
@@ -130,6 +148,8 @@ class Engine:
             expanded = self.kept.expand(wire, body, owner)
         except WireError as error:
             return error_exchange(method, path, body, wire, error, conversation, digest)
+        except StoreUnavailable:
+            raise
         except Exception as exc:  # noqa: BLE001 - an adapter must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), conversation, digest)
         try:
@@ -150,6 +170,8 @@ class Engine:
             self.kept.release(expanded)
             error = self.kept.explain(error, expanded)
             return error_exchange(method, path, body, wire, error, conversation, digest)
+        except StoreUnavailable:
+            raise
         except Exception as exc:  # noqa: BLE001 - an adapter must never crash; tests assert this never happens
             self.kept.release(expanded)
             return error_exchange(method, path, body, wire, internal(wire, exc), conversation, digest)
@@ -163,6 +185,8 @@ class Engine:
             status, answer = self.kept.conversations.handle(method, path, query, body, owner, digest)
         except WireError as error:
             return error_exchange(method, path, body, wire, error, None, digest)
+        except StoreUnavailable:
+            raise
         except Exception as exc:  # noqa: BLE001 - an adapter must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
         headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
@@ -176,6 +200,14 @@ class Engine:
         found = route(path)
         return not self.kept.may_continue(body, found.provider if found is not None else None)
 
+    def _unavailable(self, method: str, path: str, body: bytes, exc: StoreUnavailable) -> Exchange:
+        """The 503 for a request the store could not serve; its ids are not the store's to number."""
+        found = route(path)
+        wire = found.wire if found else wrong_path(method, path)[0]
+        return error_exchange(
+            method, path, body, wire, store_unavailable(wire, str(exc)), None, answer_identity(0, body)
+        )
+
     def _identity(self, body: bytes) -> str:
         """What every id an answer issues for itself derives from (its response id, its request id): the
         request and this engine's number for it, so two senders of the same request never share an id
@@ -183,11 +215,18 @@ class Engine:
         the same order, with the same ids on every run."""
         return answer_identity(next(self._answers), body)
 
+    def _refusal_identity(self, body: bytes) -> str:
+        """A door's refusal's identity: the store's number when it answers (the refusal names no state)."""
+        try:
+            return self._identity(body)
+        except StoreUnavailable:
+            return answer_identity(0, body)
+
     def refuse_oversized(self, method: str, path: str, size: int) -> Exchange:
         """The provider-shaped 413 for a body an adapter stopped reading at `size` bytes."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = self._identity(f"oversized:{size}".encode())
+        digest = self._refusal_identity(f"oversized:{size}".encode())
         return error_exchange(method, path, b"", wire, self._too_large(wire, size), None, digest)
 
     def refuse_slow(self, method: str, path: str, seconds: float) -> Exchange:
@@ -205,7 +244,7 @@ class Engine:
         provider that `path` belongs to, as the engine's errors are."""
         found = route(path)
         wire = found.wire if found else wrong_path(method, path)[0]
-        digest = self._identity(f"refused:{status}:{message}".encode())
+        digest = self._refusal_identity(f"refused:{status}:{message}".encode())
         return error_exchange(method, path, b"", wire, wire.error(status, message, rule=Rule.MALFORMED), None, digest)
 
     def _too_large(self, wire: WireFormat, size: int) -> WireError:
@@ -251,7 +290,8 @@ class Engine:
             position = replay(wire, scenario, conversation)
             done = None
         scope = f"{path}\0{scenario.name}"
-        history, continued = history_keys(scope, conversation.messages, done.digested if done is not None else None)
+        resumed = done.digested if done is not None else None
+        history, continued = history_keys(scope, conversation.messages, resumed, self._repeats.digest)
         if resume is not None:
             digested = Digested(scope, len(conversation.messages), history, continued)
             resume.out = Replayed(key, len(conversation.messages), position, digested, turns)

@@ -14,7 +14,16 @@ import urllib.parse
 from ..wire import Conversation, Rule, WireError, WireFormat
 from ._scenario import Scenario
 
-__all__ = ["budget_error", "check_tools", "gemini_alt", "internal", "printable", "too_large", "unknown_scenario"]
+__all__ = [
+    "budget_error",
+    "check_tools",
+    "gemini_alt",
+    "internal",
+    "printable",
+    "store_unavailable",
+    "too_large",
+    "unknown_scenario",
+]
 
 
 def printable(text: str) -> str:
@@ -25,6 +34,12 @@ def printable(text: str) -> str:
 
 def internal(wire: WireFormat, exc: Exception) -> WireError:
     return wire.error(500, printable(f"sandbox internal error: {type(exc).__name__}: {exc}"), rule=Rule.MALFORMED)
+
+
+def store_unavailable(wire: WireFormat, message: str) -> WireError:
+    """A 503 for a request the kept-state store could not serve: the server's trouble, not the loop's,
+    and worth a retry, as an SDK does for a 503."""
+    return wire.error(503, printable(message), rule=Rule.FAULT)
 
 
 def too_large(wire: WireFormat, limit: int, size: int) -> WireError:

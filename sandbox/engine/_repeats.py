@@ -22,14 +22,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..messages._types import Message, Part, Text, ToolCall, ToolResult
 from ..wire import Rule, WireError, WireFormat
 from ._scenario import Scenario
 
-__all__ = ["REPEAT_WINDOW", "Digested", "RepeatGuard", "history_keys", "repeat_error"]
+__all__ = ["REPEAT_WINDOW", "Digested", "RepeatGuard", "Repeats", "history_keys", "repeat_error"]
 
 REPEAT_WINDOW = 2.0
 """Seconds: identical requests closer together than this count toward the budget as one runaway."""
@@ -46,20 +47,23 @@ class Digested:
     before_last: int | None
 
 
-def history_keys(scope: str, messages: Sequence[Message], resume: Digested | None = None) -> tuple[int, int | None]:
+def history_keys(
+    scope: str, messages: Sequence[Message], resume: Digested | None = None, digest: Callable[[object], int] = hash
+) -> tuple[int, int | None]:
     """Keys of the whole history, and of the history before its last model turn (None without one):
     the key of this request, and the key of the request this one continued (`Digested` holds them
     for a continuation). `scope` keeps apart what must not meet (the path and scenario). `resume` (of
     the same scope, over the start of `messages`) goes on from there, over the messages after it
     only. `messages` is a history the replay accepted (see `_next_key`).
 
-    A key is Python's hash of the one before it and the next message, chained from the scope's: 64
-    bits, salted per process (so no sender can build a collision ahead), and never kept beyond the
-    process: the guard needs no more than that."""
+    A key is `digest` of the one before it and the next message, chained from the scope's: by default
+    Python's hash, 64 bits salted per process (so no sender can build a collision ahead), enough for
+    a guard in one process; a store shared by several processes gives a keyed digest of its own
+    (`Repeats.digest`), the same in all of them."""
     if resume is not None and resume.scope == scope and resume.messages <= len(messages):
         key, before_last, rest = resume.digest, resume.before_last, messages[resume.messages :]
     else:
-        key, before_last, rest = hash(scope), None, messages
+        key, before_last, rest = digest(scope), None, messages
     for message in rest:
         role = message.role
         if role == "assistant":
@@ -70,22 +74,22 @@ def history_keys(scope: str, messages: Sequence[Message], resume: Digested | Non
         # One part of the two kinds most messages are (a prompt, a tool result): the tuple `_next_key`
         # makes, made at once.
         if kind is Text:
-            key = hash((key, role, "t", part.text))  # type: ignore[union-attr]
+            key = digest((key, role, "t", part.text))  # type: ignore[union-attr]
         elif kind is ToolResult:
-            key = hash((key, role, "r", part.call_id, part.is_error, part.content))  # type: ignore[union-attr]
+            key = digest((key, role, "r", part.call_id, part.is_error, part.content))  # type: ignore[union-attr]
         else:
-            key = _next_key(key, role, content)
+            key = _next_key(key, role, content, digest)
     return key, before_last
 
 
-def _next_key(key: int, role: str, content: Sequence[Part]) -> int:
+def _next_key(key: int, role: str, content: Sequence[Part], digest: Callable[[object], int] = hash) -> int:
     """The key of a history of key `key` followed by a message of `role` and `content`, as the model
     reads it: its role and each part's fields, each a field of the hashed tuple (so no text can pose
     as a field boundary)."""
     fields: list[object] = [key, role]
     for part in content:
         fields += _part_fields(part)
-    return hash(tuple(fields))
+    return digest(tuple(fields))
 
 
 def _part_fields(part: Part) -> tuple[object, ...]:
@@ -101,8 +105,25 @@ def _part_fields(part: Part) -> tuple[object, ...]:
     return ("p", repr(part))
 
 
+class Repeats(Protocol):
+    """The repeat guard's view, as a store keeps it: in one process (`RepeatGuard`), or shared by the
+    processes of one store (`sandbox.engine.kept`'s SQLite and Redis stores)."""
+
+    def digest(self, value: object) -> int:
+        """The history keys' digest (`history_keys`): the same for the same value wherever it is asked."""
+
+    def moved_on(self, history: int) -> None:
+        """A request continued the conversation whose history key is `history`."""
+
+    def count(self, sender: str, history: int) -> int:
+        """How many times in a row (`REPEAT_WINDOW` apart at most) `sender` has sent `history` without
+        its conversation moving on, this time included."""
+
+
 class RepeatGuard:
-    """Counts of requests that did not move on, per sender; bounded in size."""
+    """Counts of requests that did not move on, per sender, in one process; bounded in size."""
+
+    digest = staticmethod(hash)
 
     def __init__(self, window: float = REPEAT_WINDOW, size: int = 10_000) -> None:
         self.window = window

@@ -20,6 +20,7 @@ import pytest
 import sandbox.cli._main
 from sandbox.cli import main
 from sandbox.grading.judge._progress import Progress
+from tests.engine.kept.test_senders import _responses_continue
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["list", "check", "hint", "watch", "solution", "scenarios", "replay", "serve"]
@@ -258,6 +259,23 @@ def test_serve_builds_the_engine_from_its_options(
     assert "Every request plays scenario 'runaway'." in out
 
 
+def test_serve_keeps_state_in_the_store_it_is_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`--store sqlite:///PATH`: what the server stores, another engine on the same file continues."""
+    served: dict[str, sandbox.Engine] = {}
+
+    def fake_serve(engine: sandbox.Engine, **options: Any) -> None:
+        served["engine"] = engine
+
+    monkeypatch.setattr(sandbox.cli._main, "serve", fake_serve)
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    assert main(["serve", "--store", url]) == 0
+    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+    ask = {"model": "single_call", "input": "Weather in Paris?", "tools": tools}
+    first = json.loads(served["engine"].handle("POST", "/v1/responses", json.dumps(ask).encode()).body)
+    again = json.dumps(_responses_continue(first)).encode()
+    assert sandbox.Engine(store=url).handle("POST", "/v1/responses", again).status == 200
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -265,8 +283,9 @@ def test_serve_builds_the_engine_from_its_options(
         (["--scenarios", "no/such/dir"], "sandbox: error: --scenarios no/such/dir: no such folder"),
         (["--budget", "0"], "sandbox: error: budget=0: use a whole number of requests, at least 1."),
         (["--cors-origin", "localhost:3000"], "sandbox: error: --cors-origin localhost:3000: an origin is"),
+        (["--store", "postgres://db"], "sandbox: error: store='postgres://db': not a store the sandbox knows."),
     ],
-    ids=["scenario", "scenarios", "budget", "cors-origin"],
+    ids=["scenario", "scenarios", "budget", "cors-origin", "store"],
 )
 def test_serve_bad_options_have_clear_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", *args]) == 2

@@ -12,6 +12,8 @@ import pytest
 import sandbox
 from tests.loopback import serving
 
+pytestmark = pytest.mark.usefixtures("kept_store")  # each test once per backend (tests/stores.py)
+
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}]
 PROMPT = "What's the weather in Paris?"
 

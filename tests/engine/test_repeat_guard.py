@@ -16,6 +16,8 @@ from sandbox import skyl
 from tests.conftest import lesson_loop, scenario_request, scripted_run
 from tests.loopback import serving
 
+pytestmark = pytest.mark.usefixtures("kept_store")  # each test once per backend (tests/stores.py)
+
 RUNS = 80
 
 

@@ -21,6 +21,7 @@ def test_sdk_round_trip_in_process(provider: str, scenario: str, stream: bool) -
     assert len(transport.journal) == 2
 
 
+@pytest.mark.usefixtures("kept_store")  # mock() keeps state where the test's store is (tests/stores.py)
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 def test_sdk_round_trip_through_mock_on_the_real_hosts(provider: str, stream: bool) -> None:
     with sandbox.mock() as mounted:

@@ -1,22 +1,33 @@
-"""State a real provider keeps for its client, kept the same way: Anthropic message threads, OpenAI
-Responses `previous_response_id` (with `store`, on by default) and conversations.
+"""State a real provider keeps for its client, kept the same way: Anthropic message threads and OpenAI
+Responses `previous_response_id` (with `store`, on by default).
 
 May touch: the request bytes before the wire format parses them, and the answer after; never the
-script engine, which stays stateless. `expand` turns a continuation into the full request the
-client would otherwise have sent, history included; after a successful answer, `keep` stores what
-that turn added under the response's id. A continuation whose chain left a snapshot (`_chain`) is
-checked from there: only its own input is read, and the answer is the one the whole request would get.
+script engine, which stays stateless (DESIGN.md). Before a request reaches the wire format, `expand`
+turns a continuation into the full request the client would otherwise have sent, history included,
+and after a successful answer `keep` stores what that turn added under the response's id. A
+Responses continuation whose chain left a snapshot (`_chain`) is walked from it (`parse`): only
+its own `input` is read, and the answer is the one the whole request would get.
 
-State is found only by an id the sandbox issued, every response id is unique to its answer, and a
-continuation must carry the same credential as the request that made the state, as a real provider
-scopes stored state to its key. Memory is bounded in entries and bytes (`_store`); the oldest state
-goes first, and nothing survives the process.
+Whose state it is: the sandbox finds state only by an id it issued, and every response id is
+unique to its answer (the engine numbers its answers), so two senders of the same request never
+share a thread or a stored response. A continuation must also come from the same owner as the
+state (the credential the request carried, as a real provider scopes stored state to its key).
+The store is bounded in entries and bytes (`_store`), the oldest state going first. In memory (the
+default) nothing survives the process; a SQLite file or a Redis server is shared by every engine that
+names it (`sandbox serve --store`), each id still unique to one answer and one owner.
 
-Sources: the anthropic SDK 2.15 (`types/beta/beta_message_thread_param.py`,
-`lib/threads/_thread_state.py`, `_error_classes.py`) for threads and their `error_code`s, whose texts
-are [INF], written from the SDK's docstrings; the openai SDK's Responses types for
-`previous_response_id`, whose input and output items come before the new `input` (`instructions` and
-`tools` are not carried over, `store: false` keeps nothing).
+What the real APIs do, as the official SDKs read it:
+- Anthropic (`anthropic` 2.15, `types/beta/beta_message_thread_param.py`, `lib/threads/_thread_state.py`):
+  `"thread": {"type": "create"}` holds the conversation under the response's `id`; `{"type":
+  "continue", "previous_message_id": ...}` sends only the new messages and no `system`/`tools` (the
+  thread keeps those). Each response can be continued once. Rejections carry
+  `error.details.error_code`: `thread_not_found` (404: the SDK replays the whole history under a new
+  thread), `thread_already_continued`, `thread_continue_in_flight`, `thread_fingerprint_mismatch`,
+  `thread_unsupported_request` (400; `_error_classes.py`). Their texts are [INF], written from the
+  SDK's docstrings for those errors.
+- OpenAI Responses (wire-openai.md 3.1): `previous_response_id` names a stored response; its input
+  and output items come before the new `input`; `instructions` and `tools` are not carried over.
+  `store: false` keeps nothing. Any stored response can be continued any number of times.
 """
 
 from __future__ import annotations
@@ -32,11 +43,21 @@ from ._chain import Replayed, Resume, Snapshot, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id
 from ._errors import explain_missing_conversation, explain_missing_response
 from ._expanded import Expanded, input_items, joined_bytes, json_object
-from ._store import ENTRY_OVERHEAD, Claim, Entry, Store
+from ._open import open_store
+from ._store import ENTRY_OVERHEAD, Claim, Entry, StoreUnavailable
 from ._threads import THREAD_CREATE_ONLY, expand_thread, parse_thread
 from ._turns import append_turn, expand_conversation
 
-__all__ = ["CONVERSATIONS", "DEFAULT_MAX_KEPT", "DEFAULT_MAX_KEPT_BYTES", "Expanded", "KeptState", "Replayed", "Resume"]
+__all__ = [
+    "CONVERSATIONS",
+    "DEFAULT_MAX_KEPT",
+    "DEFAULT_MAX_KEPT_BYTES",
+    "Expanded",
+    "KeptState",
+    "Replayed",
+    "Resume",
+    "StoreUnavailable",
+]
 
 DEFAULT_MAX_KEPT = 2_000
 """Stored responses and thread turns kept at most; the oldest is forgotten first."""
@@ -55,11 +76,14 @@ _ANY_MARKER = tuple(dict.fromkeys(marker for markers in _MARKERS.values() for ma
 
 
 class KeptState:
-    """The threads and stored responses of one engine: one `sandbox serve` process, one transport, or
-    one `mock()` block."""
+    """The threads, stored responses and conversations of one engine, in the store `store` names
+    (`open_store`): this process's memory by default, or a SQLite file or a Redis server that
+    several engines share, in one process or many."""
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_KEPT, max_bytes: int = DEFAULT_MAX_KEPT_BYTES) -> None:
-        self.store = Store(max_entries, max_bytes)
+    def __init__(
+        self, max_entries: int = DEFAULT_MAX_KEPT, max_bytes: int = DEFAULT_MAX_KEPT_BYTES, store: str = "memory"
+    ) -> None:
+        self.store = open_store(store, max_entries, max_bytes)
         self.conversations = Conversations(self.store)
         """OpenAI's Conversations endpoints (`CONVERSATIONS`), over the same store."""
 
@@ -214,7 +238,7 @@ class KeptState:
             items, appended = expanded.conversation_read
             entry.prefix, entry.size = (items, *appended), size + expanded.conversation_bytes
         if expanded.keep:
-            if expanded.conversation is None:  # a conversation's turn: the conversation keeps the walk
+            if expanded.conversation is None and self.store.snapshots:  # a conversation's: the conversation keeps it
                 self._snapshot(entry, expanded, response, reply)
             self.store.put(str(response["id"]), entry, claim, once=wire.name == "anthropic")
 
@@ -251,7 +275,7 @@ class KeptState:
     def explain(self, error: WireError, expanded: Expanded) -> WireError:
         """The wire format's "not found" for a missing `previous_response_id`, with the sandbox's reason."""
         if expanded.missing_conversation is not None:
-            return explain_missing_conversation(error)
+            return explain_missing_conversation(error, self.store)
         if expanded.missing is None:
             return error
         return explain_missing_response(error, expanded.missing, self.store)

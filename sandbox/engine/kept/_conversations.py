@@ -196,7 +196,7 @@ class Conversations:
 
     def not_found(self, key: str) -> WireError:
         error = self.wire.error(404, f"Conversation with id '{key}' not found.", rule=Rule.NOT_FOUND)  # [OBS]
-        return explain_missing_conversation(error)
+        return explain_missing_conversation(error, self.store)
 
     def _item_not_found(self, item_id: str) -> WireError:
         return self.wire.error(404, f"Item with id '{item_id}' not found.", rule=Rule.NOT_FOUND)  # [INF]

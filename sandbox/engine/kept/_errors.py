@@ -81,6 +81,12 @@ def thread_refusal(wire: WireFormat, previous: str, reason: str, store: Store) -
             "replays the history by itself on this error; a loop of your own should resend the whole "
             'conversation with `thread: {"type": "create"}`.'
         )
+    elif store.where is not None:
+        why = (
+            f"sandbox: the sandbox keeps threads in {store.where}, each for the API key that started it: "
+            "another store or another key does not find it. The anthropic SDK's tool runner replays the "
+            "history by itself on this error."
+        )
     else:
         why = (
             "sandbox: the sandbox keeps threads in memory, bounded, for as long as it runs, and a server keeps "
@@ -131,6 +137,13 @@ def explain_missing_response(error: WireError, reason: str, store: Store) -> Wir
             f"sandbox: this response was forgotten to make room: {bound(store)}. Or send the whole "
             "conversation in `input` without `previous_response_id`."
         )
+    elif store.where is not None:
+        why = (
+            "sandbox: the sandbox holds no response with this id for this sender: responses are kept in "
+            f"{store.where}, each for the API key that made it, and nothing is kept for a request that said "
+            "`store: false`. Continue from the `id` of a response this sandbox sent you, or send the whole "
+            "conversation in `input`."
+        )
     else:
         why = (
             "sandbox: the sandbox holds no response with this id for this sender: responses are kept in the "
@@ -142,13 +155,17 @@ def explain_missing_response(error: WireError, reason: str, store: Store) -> Wir
     return append_explanation(error, why)
 
 
-def explain_missing_conversation(error: WireError) -> WireError:
+def explain_missing_conversation(error: WireError, store: Store) -> WireError:
     """OpenAI's `Conversation with id '...' not found.` with where the sandbox keeps conversations."""
+    where = (
+        "the memory of one sandbox (one `sandbox serve` process, one transport, one `mock()` block)"
+        if store.where is None
+        else store.where
+    )
     return append_explanation(
         error,
-        "sandbox: the sandbox holds no conversation with this id for this sender: conversations live in the "
-        "memory of one sandbox (one `sandbox serve` process, one transport, one `mock()` block), a server "
-        "keeps each for the API key that made it, and the oldest are forgotten to make room. Create one "
+        f"sandbox: the sandbox holds no conversation with this id for this sender: conversations live in {where}, "
+        "a server keeps each for the API key that made it, and the oldest are forgotten to make room. Create one "
         "with POST /v1/conversations (`client.conversations.create()`) and use its `id`.",
     )
 

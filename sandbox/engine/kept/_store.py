@@ -1,29 +1,50 @@
-"""The bounded store behind threads, stored responses and conversations: compact bytes, counted as held.
+"""The store behind threads, stored responses and conversations: one interface, three backends.
 
 May touch: nothing outside itself (no wire format, no engine). Each entry holds the JSON of what its
 turn added (new messages or items, and the answer), as one `bytes` fragment, plus a link to the
 entry it continued. A chain of N turns is N small entries, never N copies of a growing history: the
-history is the chain's fragments joined, never parsed again. The byte bound counts each fragment's
-length plus a fixed overhead per entry, so the figure it holds to is the process's real memory, not
-an estimate of JSON that was never kept.
+history is the chain's fragments joined, never parsed. The bounds count entries, and bytes as each
+fragment's length plus a fixed overhead per entry; past either, the least recently used entries are
+forgotten first.
+
+Backends (`_open.open_store`): `memory` (this process: `_memory`), `sqlite:///PATH` (several
+processes on one machine, and a restart: `_sqlite`), `redis://HOST:PORT/DB` (several machines:
+`_redis`). Every method is atomic in the store, whichever processes share it, so two continuations
+of one thread turn never both win. A store also keeps the repeat guard's view (`Store.repeats`): a
+shared one in the store, its history keys digested alike in every process (with a key the store
+holds), its senders told apart by process. A store that cannot be reached raises
+`StoreUnavailable`, which the engine answers with a provider-shaped 503.
 """
 
 from __future__ import annotations
 
-import operator
+import abc
 import threading
-from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["ENTRY_OVERHEAD", "Claim", "Entry", "Store"]
+from .._repeats import Repeats
+
+__all__ = [
+    "ENTRY_OVERHEAD",
+    "REMEMBER_EVICTED",
+    "Claim",
+    "Entry",
+    "Store",
+    "StoreUnavailable",
+]
 
 ENTRY_OVERHEAD = 240
-"""Bytes an entry is counted beyond its fragments: the entry object, its dict slot and its id."""
-SNAPSHOT_SHARE = 8
-"""Snapshots (`_chain`) hold at most this fraction of the byte bound: the stored bytes keep the rest."""
-_ITEMS = operator.attrgetter("items")
-_REMEMBER_EVICTED = 10_000
+"""Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id."""
+REMEMBER_EVICTED = 10_000
 """Evicted ids remembered, so a client that comes back is told why its state is gone."""
+HOLD_SECONDS = 60.0
+"""A shared store's hold on a thread turn (`Store.claim`, `once`) lasts at most this long: a process
+killed while answering the continuation never releases it, and the turn must not stay held forever."""
+
+
+class StoreUnavailable(Exception):
+    """The store could not be reached or did not answer in time; the message says which and what to do."""
 
 
 @dataclass
@@ -45,13 +66,13 @@ class Entry:
     what is new; the whole is `parts`."""
     prefix: tuple[bytes, ...] = ()
     """Fragments its history starts with, before the chain's own (a conversation turn's response: the
-    conversation's items as that turn read them, the same `bytes`, counted in `size`)."""
+    conversation's items as that turn read them, counted in `size`)."""
     continued: bool = False
     """A thread turn is continued at most once."""
     in_flight: bool = False
     """A continuation of it is being answered right now."""
     snapshot: object = None
-    """What its continuation starts from (`_chain.Snapshot`), if the store still holds it."""
+    """What its continuation starts from (`_chain.Snapshot`), if the store holds it (memory only)."""
     snapshot_size: int = 0
     chain: tuple[str, ...] | None = None
     """With a snapshot: the keys of its chain, oldest first, so a claim finds them without a walk."""
@@ -81,120 +102,72 @@ class Claim:
     intact_at: int = -1
 
 
-class Store:
-    """An LRU of entries bounded in count and bytes; every method is atomic (one lock)."""
+class Store(abc.ABC):
+    """Entries by key, bounded in count (`max_entries`) and bytes (`max_bytes`). Every method is atomic."""
 
-    def __init__(self, max_entries: int, max_bytes: int) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._evicted: OrderedDict[str, None] = OrderedDict()
-        self._snapshots: OrderedDict[str, None] = OrderedDict()
-        """The entries holding a snapshot, oldest first: the first let go past `max_snapshot_bytes`."""
-        self._snapshot_bytes = 0
-        self.max_snapshot_bytes = max_bytes // SNAPSHOT_SHARE
-        self._bytes = 0
-        self._removals = 0
-        """Entries removed since the store was made (evicted, deleted or replaced)."""
-        self.evictions = 0
-        """Entries forgotten to make room, since the store was made."""
-        self._lock = threading.Lock()
+    max_entries: int
+    max_bytes: int
+    where: str | None = None
+    """Where the state lives, as an error tells a client whose state is gone; None: this process's memory."""
+    snapshots: bool = False
+    """Whether it holds snapshots (`_chain`), which are objects of one process: the memory backend only."""
 
+    @abc.abstractmethod
     def __len__(self) -> int:
-        return len(self._entries)
+        """Entries held."""
 
     @property
+    @abc.abstractmethod
     def held(self) -> int:
         """The bytes the store holds, as counted against `max_bytes`."""
-        return self._bytes
 
+    @property
+    @abc.abstractmethod
+    def evictions(self) -> int:
+        """Entries forgotten to make room, since the store was made."""
+
+    @abc.abstractmethod
+    def numbers(self) -> Iterator[int]:
+        """Numbers for the engine's answers (their ids derive from them), never the same twice among all
+        the engines that share the store, a restart included."""
+
+    @abc.abstractmethod
+    def repeats(self) -> Repeats:
+        """The repeat guard's view (`_repeats`), kept where this store keeps its entries."""
+
+    @abc.abstractmethod
     def was_evicted(self, key: str) -> bool:
-        with self._lock:
-            return key in self._evicted
+        """Whether `key` was forgotten to make room (among the last `REMEMBER_EVICTED`)."""
 
+    @abc.abstractmethod
     def get(self, key: str) -> Entry | None:
-        with self._lock:
-            return self._entries.get(key)
+        """The entry `key`, whoever owns it."""
 
+    @abc.abstractmethod
     def view(self, key: str, owner: str) -> tuple[bytes, tuple[bytes, ...], int, object] | None:
         """The `items` and `appended` fragments of `key` for `owner`, their bytes and its snapshot, read
         together; None if it is not there."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.owner != owner:
-                return None
-            return entry.items, entry.appended, entry.size - len(entry.fields) - ENTRY_OVERHEAD, entry.snapshot
 
+    @abc.abstractmethod
     def claim(self, key: str, owner: str, *, once: bool) -> Claim | str:
-        """Return the chain of `key` for a continuation and, `once` (a thread turn, continued at most
-        once), hold it until the continuation is answered; or say why not: `missing` (never stored
-        here, or stored by another sender), `evicted`, `broken` (an older turn of its chain was
-        evicted), `continued` (`once`, and it was), `in_flight` (`once`, and another continuation
-        holds it). A stored response may be continued by any number of requests at once."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.owner != owner:
-                return "evicted" if key in self._evicted else "missing"
-            if once and entry.continued:
-                return "continued"
-            if once and entry.in_flight:
-                return "in_flight"
-            chain = entry.chain or self._chain(key)
-            entries = self._entries
-            if chain is None:
-                return "broken"
-            if entry.intact_at != self._removals and not all(map(entries.__contains__, chain)):
-                return "broken"
-            deque(map(entries.move_to_end, reversed(chain)), maxlen=0)  # the whole chain is recently used
-            history = entry.history
-            if history is None:
-                history = (*entries[chain[0]].prefix, *map(_ITEMS, map(entries.__getitem__, chain)))
-            entry.in_flight = entry.in_flight or once
-            return Claim(key, history, entry.fields, entry.snapshot, chain, self._removals)
+        """Return the chain of `key` for a continuation, its whole chain now the most recently used,
+        and, `once` (a thread turn, continued at most once), hold it until the continuation is
+        answered; or say why not, checked in this order: `missing` (never stored, or stored by
+        another owner), `evicted`, `continued` (`once`, and it was), `in_flight` (`once`, and another
+        continuation holds it), `broken` (an older turn of its chain was forgotten). A stored
+        response may be continued by any number of requests at once."""
 
+    @abc.abstractmethod
     def release(self, claim: Claim) -> None:
         """The continuation failed: the entry can be continued again (a no-op for one never held)."""
-        with self._lock:
-            entry = self._entries.get(claim.key)
-            if entry is not None:
-                entry.in_flight = False
 
+    @abc.abstractmethod
     def put(self, key: str, entry: Entry, continued: Claim | None, *, once: bool) -> None:
-        """Store `entry` under `key`, and mark the entry it continued as answered (`once`: continued)."""
-        with self._lock:
-            if continued is not None:
-                parent = self._entries.get(continued.key)
-                if parent is not None:
-                    parent.in_flight = False
-                    parent.continued = parent.continued or once
-                    if entry.snapshot is not None:  # the chain's newest response holds its snapshot
-                        self._drop_snapshot(continued.key, parent)
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._removals += 1
-                self._bytes -= old.size
-                self._drop_snapshot(key, old)
-            if entry.snapshot_size > self.max_snapshot_bytes:
-                entry.snapshot, entry.snapshot_size, entry.chain, entry.history, entry.intact_at = (
-                    None,
-                    0,
-                    None,
-                    None,
-                    -1,
-                )
-            if entry.size > self.max_bytes:
-                self._forget(key)
-                return  # larger than the whole store: kept nowhere, found nowhere
-            self._entries[key] = entry
-            self._bytes += entry.size + entry.snapshot_size
-            if entry.snapshot is not None:
-                self._snapshots[key] = None
-                self._snapshot_bytes += entry.snapshot_size
-                entry.chain = (*continued.chain, key) if continued is not None else (key,)
-                entry.history = (*continued.history, entry.items) if continued is not None else entry.parts
-                entry.intact_at = continued.intact_at if continued is not None else self._removals
-            self._make_room()
+        """Store `entry` under `key` (replacing one there), and release the entry it continued, marked
+        continued if `once`. An entry larger than `max_bytes` is forgotten at once; then the least
+        recently used are forgotten until the store is within both bounds."""
 
+    @abc.abstractmethod
     def update(
         self,
         key: str,
@@ -207,89 +180,30 @@ class Store:
         snapshot_size: int = 0,
         read: tuple[bytes, tuple[bytes, ...]] | None = None,
     ) -> bool:
-        """Change the one-entry chain `key` (a conversation): replace its `items`, or `append` to them,
-        and set its `fields`; False if it is not there for `owner`. The entry's size follows what it
-        now holds. Its snapshot goes with any change to its items; `snapshot` (of its items appended)
-        replaces it only if its `items` and `appended` are still `read`, the ones the snapshot's request
-        read (no other turn or call changed them since)."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.owner != owner:
-                return False
-            still = read is not None and entry.items is read[0] and entry.appended is read[1]
-            kept = entry.size - len(entry.fields) - ENTRY_OVERHEAD
-            if items is not None or append:
-                self._drop_snapshot(key, entry)
-            if items is not None:
-                entry.items, entry.appended, kept = items, (), len(items)
-            if append:
-                entry.appended, kept = (*entry.appended, append), kept + len(append)
-            if fields is not None:
-                entry.fields = fields
-            size = kept + len(entry.fields) + ENTRY_OVERHEAD
-            self._bytes += size - entry.size
-            entry.size = size
-            self._entries.move_to_end(key)
-            if size > self.max_bytes:
-                del self._entries[key]
-                self._bytes -= size
-                self._drop_snapshot(key, entry)
-                self._forget(key)
-                return True
-            if snapshot is not None and still and snapshot_size <= self.max_snapshot_bytes:
-                entry.snapshot, entry.snapshot_size = snapshot, snapshot_size
-                self._snapshots[key] = None
-                self._snapshot_bytes += snapshot_size
-                self._bytes += snapshot_size
-            self._make_room()
-            return True
+        """Change the one-entry chain `key` (a conversation), now the most recently used: replace its
+        `items`, or `append` to them, and set its `fields`; False if it is not there for `owner`. Its
+        size follows what it now holds, and it is forgotten if that is over `max_bytes`. A backend
+        that keeps snapshots replaces the entry's with `snapshot` only if its fragments are still
+        `read`, the ones the snapshot's request read."""
 
+    @abc.abstractmethod
     def remove(self, key: str, owner: str) -> bool:
         """Delete `key` (a conversation the client deleted); False if it is not there for `owner`."""
+
+
+class Blocks(Iterator[int]):
+    """Answer numbers taken from a shared counter a block at a time (`reserve(n)` returns the first of
+    `n` numbers no other caller gets), so an answer costs the store one trip per `block` answers."""
+
+    def __init__(self, reserve: Callable[[int], int], block: int = 1024) -> None:
+        self._reserve, self._block = reserve, block
+        self._next = self._end = 0
+        self._lock = threading.Lock()
+
+    def __next__(self) -> int:
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.owner != owner:
-                return False
-            del self._entries[key]
-            self._removals += 1
-            self._bytes -= entry.size
-            self._drop_snapshot(key, entry)
-            return True
-
-    def _make_room(self) -> None:
-        """Within the bounds again: the oldest snapshots past their share, then the oldest entries (each
-        with its snapshot), so the newest responses keep theirs however full the store is."""
-        while self._snapshots and self._snapshot_bytes > self.max_snapshot_bytes:
-            key = next(iter(self._snapshots))
-            self._drop_snapshot(key, self._entries[key])
-        while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-            evicted, gone = self._entries.popitem(last=False)
-            self._bytes -= gone.size
-            self._drop_snapshot(evicted, gone)
-            self._forget(evicted)
-
-    def _drop_snapshot(self, key: str, entry: Entry) -> None:
-        if self._snapshots.pop(key, 0) is None:
-            self._bytes -= entry.snapshot_size
-            self._snapshot_bytes -= entry.snapshot_size
-        entry.snapshot, entry.snapshot_size, entry.chain, entry.history, entry.intact_at = None, 0, None, None, -1
-
-    def _chain(self, key: str) -> tuple[str, ...] | None:
-        """The keys from the chain's start to `key`; None if a link is gone. Called with the lock held."""
-        keys: list[str] = []
-        current: str | None = key
-        while current is not None:
-            entry = self._entries.get(current)
-            if entry is None:
-                return None
-            keys.append(current)
-            current = entry.parent
-        keys.reverse()
-        return tuple(keys)
-
-    def _forget(self, key: str) -> None:
-        self._removals += 1
-        self.evictions += 1
-        self._evicted[key] = None
-        if len(self._evicted) > _REMEMBER_EVICTED:
-            self._evicted.popitem(last=False)
+            if self._next >= self._end:
+                self._next = self._reserve(self._block)
+                self._end = self._next + self._block
+            self._next += 1
+            return self._next - 1

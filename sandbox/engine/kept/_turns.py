@@ -67,7 +67,7 @@ def append_turn(
     assert key is not None
     added = normalised([*expanded.conversation_input, *output], seed)
     appended = joined_bytes(added)
-    snapshot = _snapshot(expanded, model, added, appended)
+    snapshot = _snapshot(expanded, model, added, appended) if conversations.store.snapshots else None
     size = snapshot_size(snapshot.walked, snapshot.chain_bytes) if snapshot is not None else 0
     conversations.store.update(
         key, owner, append=appended, snapshot=snapshot, snapshot_size=size, read=expanded.conversation_read

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import sandbox
-from sandbox.engine.kept._store import SNAPSHOT_SHARE
+from sandbox.engine.kept._memory import SNAPSHOT_SHARE
 from sandbox.wire._base import stable_token
 
 RESPONSES = "/v1/responses"

@@ -20,6 +20,8 @@ _TOOL = {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
 
+pytestmark = pytest.mark.usefixtures("kept_store")  # each test once per backend (tests/stores.py)
+
 
 def _body(**extra: Any) -> bytes:
     return json.dumps({"model": "single_call", "input": "Weather in Paris?", "tools": [_TOOL], **extra}).encode()

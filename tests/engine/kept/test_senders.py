@@ -18,6 +18,8 @@ import sandbox
 from sandbox.engine.kept import KeptState
 from tests.loopback import serving
 
+pytestmark = pytest.mark.usefixtures("kept_store")  # each test once per backend (tests/stores.py)
+
 WEATHER = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
 RESPONSES_WEATHER = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}
 CREATE = {
@@ -77,6 +79,7 @@ def test_two_senders_of_the_same_stored_response_each_continue_their_own() -> No
         assert answer["previous_response_id"] == first["id"]
 
 
+@pytest.mark.memory_store
 def test_a_fresh_engine_issues_the_same_ids_for_the_same_requests_in_the_same_order() -> None:
     """The determinism promise (docs/agents/scenarios.md): ids carry the engine's number for each request."""
 

@@ -12,6 +12,8 @@ import sandbox
 from sandbox.engine.kept import KeptState
 from tests.frameworks._tools import scenario_functions
 
+pytestmark = pytest.mark.usefixtures("kept_store")  # each test once per backend (tests/stores.py)
+
 WEATHER = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
 PROMPT = [{"role": "user", "content": "What's the weather in Paris?"}]
 
@@ -66,6 +68,7 @@ def test_a_thread_the_sandbox_never_issued_is_not_found_with_the_sdk_error_code(
     assert message.startswith("No usable Thread state was found for previous_message_id 'msg_01XFDUDYJgAACzvnptvVoYEL'")
 
 
+@pytest.mark.memory_store
 def test_one_conversation_cannot_continue_another_sandboxs_thread() -> None:
     """State lives in one engine and is found only by the ids that engine issued."""
     import anthropic
