@@ -1,4 +1,4 @@
-"""The workshop room under load: 100 simulated learners posting runs every few seconds.
+"""The workshop room under load: 100 (then 300) simulated learners posting runs every few seconds.
 
     python bench/room.py            20 s per phase (about a minute)
     python bench/room.py --quick    6 s per phase (the smoke test)
@@ -6,7 +6,8 @@
 Three figures, each from one run on this machine:
 
 - the page's update delay: from a learner's post being answered to the first server-sent event
-  that carries it (the room's `version`), seen by a page subscribed to the live stream;
+  that carries it (the room's `version`), seen by a page subscribed to the live stream, and the
+  bytes of each update after the first (the first carries the whole board), at 100 and 300 learners;
 - the server's CPU: the server process's user + system time over the phase, per wall second;
 - the sandbox's own request latency with the room on (100 learners posting, one page open, the
   probe's requests attributed to a learner by its API key; then again without a key) against the
@@ -14,7 +15,8 @@ Three figures, each from one run on this machine:
 
 Servers run as `python -m sandbox serve [--room]` in a process of their own, the learners and the
 page in another, the probe in this one: each phase's probe shares its process with nothing else.
-Everything talks to 127.0.0.1 only.
+The learners are written into the room's database before it starts (joins from one address are
+rate-limited). Everything talks to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -37,13 +39,16 @@ from pathlib import Path
 import httpx
 from _load import cpu_seconds
 
+from sandbox.room import Store
+from sandbox.room._service import package_catalogue
+
 ROOT = Path(__file__).resolve().parent.parent
 LEARNERS = 100
 POST_EVERY = 3.0
 """Seconds between one learner's posts, on average (jittered): `sandbox watch` on a busy learner."""
 PROBES = 4
 """Concurrent clients timing the sandbox's own requests."""
-CHALLENGES = [f"{number:02}_challenge" for number in range(1, 10)]
+CHALLENGES = list(package_catalogue())
 BODY = {
     "model": "single_call",
     "messages": [{"role": "user", "content": "What's the weather in Paris?"}],
@@ -55,6 +60,8 @@ BODY = {
 class Phase:
     latencies: list[float] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    """Bytes of each update the page read after the first (the whole board)."""
     posts: int = 0
     cpu: float = 0.0
     wall: float = 0.0
@@ -74,9 +81,20 @@ def _cpu_seconds(pid: int) -> float:
     return seconds
 
 
+def _seat(db: Path, learners: int) -> None:
+    """`learners` learners in the room's database: `learner NNN`, token `rt-bench-N`, key `sk-room-bench-N`."""
+    store = Store(db)
+    now = time.time()
+    for number in range(learners):
+        store.add_learner(f"learner {number:03}", f"rt-bench-{number}", f"sk-room-bench-{number}", now, now + 86400)
+    store.close()
+
+
 @contextmanager
-def _server(room: bool, db: Path) -> Iterator[tuple[int, int, str | None]]:
+def _server(room: bool, db: Path, learners: int = LEARNERS) -> Iterator[tuple[int, int, str | None]]:
     """(port, pid, instructor key) of a fresh `sandbox serve [--room]` process."""
+    if room:
+        _seat(db, learners)
     port = _free_port()
     command = [sys.executable, "-m", "sandbox", "serve", "--port", str(port)]
     if room:
@@ -151,6 +169,7 @@ async def _learner(
 async def _page(room: str, key: str, until: float, posted: dict[int, float], phase: Phase) -> None:
     """An instructor's page: reads the live stream, and times each post until an event carries it."""
     seen = 0
+    first = True
     async with httpx.AsyncClient(timeout=None) as client:
         while time.monotonic() < until:
             async with client.stream("GET", f"{room}/api/events", params={"key": key}) as stream:
@@ -158,6 +177,9 @@ async def _page(room: str, key: str, until: float, posted: dict[int, float], pha
                     if not line.startswith("data: "):
                         continue
                     arrived = time.perf_counter()
+                    if not first:
+                        phase.sizes.append(len(line.encode()))
+                    first = False
                     version = int(json.loads(line[6:])["version"])
                     for number in [number for number in posted if seen < number <= version]:
                         phase.delays.append(arrived - posted.pop(number))
@@ -166,22 +188,19 @@ async def _page(room: str, key: str, until: float, posted: dict[int, float], pha
                         return
 
 
-async def _crowd(port: int, key: str, seconds: float) -> None:
-    """The child process: 100 learners and a page for `seconds`; prints the probe's API key first, then
-    the figures as one JSON line."""
+async def _crowd(port: int, key: str, seconds: float, learners: int) -> None:
+    """The child process: the seated learners and a page for `seconds`; prints the probe's API key
+    first, then the figures as one JSON line."""
     room = f"http://127.0.0.1:{port}/room"
     phase = Phase()
     posted: dict[int, float] = {}
-    limits = httpx.Limits(max_connections=LEARNERS + 10)
+    limits = httpx.Limits(max_connections=learners + 10)
     async with httpx.AsyncClient(timeout=30, limits=limits) as client:
-        joined = [
-            (await client.post(f"{room}/api/join", json={"name": f"learner {n:03}"})).json() for n in range(LEARNERS)
-        ]
-        print(joined[0]["api_key"], flush=True)
+        print("sk-room-bench-0", flush=True)
         until = time.monotonic() + seconds
-        tasks = [_learner(client, room, item["token"], until, posted, phase) for item in joined]
+        tasks = [_learner(client, room, f"rt-bench-{n}", until, posted, phase) for n in range(learners)]
         await asyncio.gather(*tasks, _page(room, key, until, posted, phase))
-    print(json.dumps({"delays": phase.delays, "posts": phase.posts}), flush=True)
+    print(json.dumps({"delays": phase.delays, "posts": phase.posts, "sizes": phase.sizes}), flush=True)
 
 
 async def _probes(base: str, headers: dict[str, str], seconds: float, phase: Phase) -> None:
@@ -192,15 +211,15 @@ async def _probes(base: str, headers: dict[str, str], seconds: float, phase: Pha
         await asyncio.gather(*(_probe(client, base, headers, until, phase) for _ in range(PROBES)))
 
 
-def _measure(room: bool, seconds: float, *, attributed: bool = True) -> Phase:
+def _measure(room: bool, seconds: float, *, attributed: bool = True, learners: int = LEARNERS) -> Phase:
     """One phase: the server (with the room, its learners and a page, or alone), timed by the probe."""
     phase = Phase()
     with tempfile.TemporaryDirectory(prefix="bench-room-") as scratch:
-        with _server(room, Path(scratch) / "room.db") as (port, pid, key):
+        with _server(room, Path(scratch) / "room.db", learners) as (port, pid, key):
             crowd = None
             headers: dict[str, str] = {}
             if room:
-                command = [sys.executable, __file__, "--crowd", f"{port},{key},{seconds + 2}"]
+                command = [sys.executable, __file__, "--crowd", f"{port},{key},{seconds + 2},{learners}"]
                 crowd = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
                 assert crowd.stdout is not None
                 api_key = crowd.stdout.readline().strip()
@@ -213,7 +232,7 @@ def _measure(room: bool, seconds: float, *, attributed: bool = True) -> Phase:
             if crowd is not None:
                 out, _ = crowd.communicate(timeout=120)
                 figures = json.loads(out.strip().splitlines()[-1])
-                phase.delays, phase.posts = figures["delays"], figures["posts"]
+                phase.delays, phase.posts, phase.sizes = figures["delays"], figures["posts"], figures["sizes"]
     return phase
 
 
@@ -222,20 +241,32 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+def _update_row(phase: Phase, learners: int) -> tuple[str, str, str]:
+    ms = 1000.0
+    sizes = phase.sizes or [0]
+    return (
+        f"page update at {learners} learners: delay p50 / p99; bytes per update mean / p99",
+        f"{_p(phase.delays, 0.5) * ms:.0f} / {_p(phase.delays, 0.99) * ms:.0f} ms; "
+        f"{sum(sizes) / len(sizes) / 1000:.1f} / {_p([float(size) for size in sizes], 0.99) / 1000:.1f} kB",
+        f"{len(phase.sizes)} updates after the first, {phase.posts} posts",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="6 s per phase instead of 20 (the smoke test)")
     parser.add_argument("--crowd", default=None, help=argparse.SUPPRESS)  # PORT,KEY,SECONDS: the child's job
     args = parser.parse_args(argv)
     if args.crowd:
-        port, key, seconds_text = args.crowd.split(",")
-        asyncio.run(_crowd(int(port), key, float(seconds_text)))
+        port, key, seconds_text, learners = args.crowd.split(",")
+        asyncio.run(_crowd(int(port), key, float(seconds_text), int(learners)))
         return 0
     seconds = 6.0 if args.quick else 20.0
     load = os.getloadavg()
     off = _measure(False, seconds)
     on = _measure(True, seconds)
     anonymous = _measure(True, seconds, attributed=False)
+    crowded = _measure(True, seconds, learners=300)
     ms = 1000.0
     off50, off99, on50, on99 = (_p(values, q) * ms for values in (off.latencies, on.latencies) for q in (0.5, 0.99))
     delay50, delay99 = _p(on.delays, 0.5) * ms, _p(on.delays, 0.99) * ms
@@ -253,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{delay50:.0f} / {delay99:.0f} / {max(on.delays, default=float('nan')) * ms:.0f} ms",
             f"{len(on.delays)} of {on.posts} posts timed",
         ),
+        *(_update_row(phase, learners) for phase, learners in ((on, LEARNERS), (crowded, 300))),
         (
             "server CPU, room off / on",
             f"{off.cpu / off.wall * 100:.0f}% / {on.cpu / on.wall * 100:.0f}% of a core",

@@ -41,14 +41,24 @@ class Served:
     def page(self) -> str:
         return f"{self.base}/room/?key={self.service.key}"
 
-    def instructor(self, path: str) -> httpx.Response:
-        return httpx.get(f"{self.room}{path}", params={"key": self.service.key}, timeout=10)
+    def instructor(self, path: str, method: str = "GET", **kwargs: Any) -> httpx.Response:
+        headers = {"authorization": f"Bearer {self.service.key}"}
+        return httpx.request(method, f"{self.room}{path}", headers=headers, timeout=10, **kwargs)
+
+    def update(self) -> bytes:
+        """The first live update the page's stream sends: what every open page receives."""
+        headers = {"authorization": f"Bearer {self.service.key}"}
+        with httpx.stream("GET", f"{self.room}/api/events", headers=headers, timeout=10) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    return line.encode()
+        raise AssertionError("the stream ended without an update")
 
 
 @contextlib.contextmanager
 def serving_room(db: Path, *, port: int = 0, **options: Any) -> Iterator[Served]:
     """Serve the sandbox with a room on `db` until the block ends (on `port`, or any free one)."""
-    rates = {name: options.pop(name) for name in ("join_rate", "post_rate") if name in options}
+    rates = {name: options.pop(name) for name in ("join_rate", "join_burst", "post_rate") if name in options}
     store = Store(db)
     service = RoomService(store, titles=options.pop("titles", TITLES), min_interval=0.05, **options)
     app = RoomApp(SandboxApp(RecordingEngine()), service, **rates)

@@ -141,6 +141,8 @@ def _parser() -> argparse.ArgumentParser:
         store = "where kept state lives: memory (default), sqlite:///PATH or redis://HOST:PORT/DB (shared)"
         sub.add_argument("--store", default="memory", metavar="URL", help=store)
         room.add_options(sub, flag=sub is serve_)
+    verify = command("verify", room.VERIFY_SUMMARY, room.verify, [])
+    room.add_verify_options(verify)
     add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
     return parser
 

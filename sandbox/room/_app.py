@@ -4,12 +4,18 @@ May touch: the ASGI connection it serves, and the `RoomService`. Requests to the
 through untouched; when one carries a learner's API key, the exchange the engine produced is handed
 to the room after the answer has gone out, so the room never delays a learner's model call.
 
-    GET  /room/?key=K                 the instructor's page (sets the key as an HttpOnly cookie)
+    GET  /room/?key=K                 sets the key as an HttpOnly cookie, redirects to /room/ (no key)
+    GET  /room/                       the instructor's page          (instructor)
+    GET  /room/projector              the page without anything secret, for a projector (instructor)
     GET  /room/api/state              the room as JSON               (instructor)
-    GET  /room/api/events             the page's parts, live (SSE)   (instructor)
+    GET  /room/api/events             the page's updates, live (SSE) (instructor)
     GET  /room/fragment/learner/NAME  one learner's panel, as HTML   (instructor)
     GET  /room/api/learners/NAME      one learner, as JSON           (instructor)
     DELETE /room/api/learners/NAME    free a name                    (instructor)
+    POST /room/api/learners/NAME/rename {"name": NEW}, /merge {"into": OTHER}   (instructor)
+    PUT  /room/api/learners/NAME/verified  a run the instructor graded: recorded as verified (instructor)
+    PUT  /room/api/roster  {"names": [...]}    only these join; [] lets anyone (instructor)
+    POST /room/api/key                a new instructor's key; the old one stops working (instructor)
     GET  /room/export.csv, /room/export/results.zip                  (instructor)
     POST /room/api/join  {"name": ...}          -> token, API key    (anyone; rate-limited)
     POST /room/api/runs  (Bearer token)         a grader's run       (that learner; bounded)
@@ -21,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -64,12 +71,20 @@ _ASSETS = {"room.css": "text/css; charset=utf-8", "room.js": "text/javascript; c
 class RoomApp:
     """The sandbox's ASGI app with the room beside it."""
 
-    def __init__(self, inner: ASGIApp, service: RoomService, *, join_rate: float = 2.0, post_rate: float = 2.0) -> None:
+    def __init__(
+        self,
+        inner: ASGIApp,
+        service: RoomService,
+        *,
+        join_rate: float = 1.0,
+        join_burst: int = 30,
+        post_rate: float = 2.0,
+    ) -> None:
         self.inner = inner
         self.service = service
-        self.joins = RateLimit(join_rate, burst=200)
-        """Joins per client address: a classroom of 100 behind one NAT joins at once; a script minting
-        names is held to `join_rate` a second once past that."""
+        self.joins = RateLimit(join_rate, burst=join_burst)
+        """Joins per client address: a table of laptops behind one NAT joins at once; a script minting
+        names is held to `join_rate` a second once past the burst (its graders join again next run)."""
         self.posts = RateLimit(post_rate, burst=10)
         """Posts per learner: a grader posts once per run; `sandbox watch` a few times a minute."""
 
@@ -81,7 +96,7 @@ class RoomApp:
         try:
             await self._route(scope, receive, send, path[len(PREFIX) :])
         except RoomError as error:
-            headers = {"retry-after": f"{error.retry_after:.0f}"} if error.retry_after else {}
+            headers = {"retry-after": str(math.ceil(error.retry_after))} if error.retry_after else {}
             await _json(send, error.status, {"error": {"code": error.code, "message": error.message}}, headers)
 
     async def _sandbox(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -150,20 +165,41 @@ class RoomApp:
                 f"{wrong}The instructor's page and API need the room's key (?key=, as `sandbox room` printed).",
             )
         snapshot = self.service.room.snapshot
-        if path in ("/", "/index.html") and method == "GET":
+        if path in ("/", "/index.html", "/projector") and method == "GET":
+            if _query_key(scope):  # the key leaves the address bar: it is in the cookie from now on
+                target = PREFIX + ("/projector" if path == "/projector" else "/")
+                await _send(send, 303, b"", {"location": target, "set-cookie": self._cookie(), **_SECURITY})
+                return
             base = _base_url(scope)
             html = _page.page(
                 snapshot(time.time()),
                 join_line=f"pytest challenges/ --room {base}{PREFIX} --name 'YOUR NAME'",
                 loop_line=f"base_url={base}/v1, api_key: the one printed when you join",
+                projector=path == "/projector",
             )
-            cookie = f"room_key={self.service.key}; Path={PREFIX}; HttpOnly; SameSite=Strict"
-            await _send(
+            await _send(send, 200, html.encode(), {"content-type": "text/html; charset=utf-8", **_SECURITY})
+        elif path == "/api/key" and method == "POST":
+            key = await self.service.rotate_key()
+            await _json(
                 send,
                 200,
-                html.encode(),
-                {"content-type": "text/html; charset=utf-8", "set-cookie": cookie, **_SECURITY},
+                {"key": key, "page": f"{_base_url(scope)}{PREFIX}/?key={key}"},
+                {"set-cookie": self._cookie()},
             )
+        elif path == "/api/roster" and method == "PUT":
+            names = await self.service.set_roster((await _body(receive)).get("names"))
+            await _json(send, 200, {"roster": names})
+        elif path.startswith("/api/learners/") and path.endswith("/verified") and method == "PUT":
+            name = urllib.parse.unquote(path.removeprefix("/api/learners/").removesuffix("/verified"))
+            await _json(send, 200, {"name": name, "verified": await self.service.verify(name, await _body(receive))})
+        elif path.startswith("/api/learners/") and path.endswith(("/rename", "/merge")) and method == "POST":
+            quoted, _, action = path.removeprefix("/api/learners/").rpartition("/")
+            name, body = urllib.parse.unquote(quoted), await _body(receive)
+            if action == "rename":
+                await _json(send, 200, {"name": await self.service.rename(name, body.get("name"))})
+            else:
+                await self.service.merge(name, str(body.get("into", "")))
+                await _json(send, 200, {"name": body.get("into"), "merged": name})
         elif path == "/api/state" and method == "GET":
             await _json(send, 200, snapshot(time.time()))
         elif path == "/api/events" and method == "GET":
@@ -195,6 +231,9 @@ class RoomApp:
                 404, "not_found", f"No {method} {PREFIX}{path} in the room: see the room's page for what it serves."
             )
 
+    def _cookie(self) -> str:
+        return f"room_key={self.service.key}; Path={PREFIX}; HttpOnly; SameSite=Strict"
+
     def _detail(self, quoted: str) -> dict[str, Any]:
         name = urllib.parse.unquote(quoted)
         detail = self.service.room.detail(name)
@@ -209,10 +248,10 @@ class RoomApp:
         await _send(send, 200, body, {"content-type": _ASSETS[name], **_SECURITY, "cache-control": "no-cache"})
 
     async def _events(self, receive: Receive, send: Send) -> None:
-        """Server-sent events: `parts` (the page's fragments) on every change, until the page goes away."""
+        """Server-sent events: `parts`, the page's fragments that changed (see `_live`), until the page goes away."""
         headers = {"content-type": "text/event-stream; charset=utf-8", **_SECURITY, "x-accel-buffering": "no"}
         await send({"type": "http.response.start", "status": 200, "headers": _raw(headers)})
-        queue = self.service.subscribe()
+        page = self.service.live.subscribe()
         gone = asyncio.get_running_loop().create_task(_disconnected(receive))
         ends = asyncio.get_running_loop().time() + STREAM_SECONDS
         try:
@@ -222,7 +261,7 @@ class RoomApp:
                 if left <= 0:
                     break
                 try:
-                    message = await asyncio.wait_for(queue.get(), min(left, 1.0))
+                    message = await asyncio.wait_for(page.next(), min(left, 1.0))
                 except asyncio.TimeoutError:
                     continue
                 await send(
@@ -239,7 +278,7 @@ class RoomApp:
             gone.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await gone
-            await self.service.unsubscribe(queue)
+            await self.service.live.unsubscribe(page)
 
 
 def _row(service: RoomService, name: str) -> dict[str, Any] | None:
@@ -249,6 +288,10 @@ def _row(service: RoomService, name: str) -> dict[str, Any] | None:
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+def _query_key(scope: Scope) -> bool:
+    return "key" in urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
 
 
 def _query(scope: Scope) -> str:

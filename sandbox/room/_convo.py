@@ -9,7 +9,7 @@ A refused turn is marked with the lesson's rule it breaks (the grader's own word
 provider's error beside it. A conversation is a run of requests whose history grows: a request
 continues the learner's open conversation with the same provider, model and first message when it
 carries more messages than the last one did, and starts a new conversation otherwise (the loop ran
-again).
+again). Every string of a chat is valid Unicode.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from ..engine._engine import Exchange
-from ..grading.judge._lessons import lesson_for
+from ..grading.judge._checks import diagnose
+from ..grading.judge._lessons import lesson_for, lesson_for_diagnosis
 from ..messages._types import Message, Reasoning, Text, ToolCall, ToolResult
 
 __all__ = ["Conversations", "api_key_of"]
@@ -48,6 +49,18 @@ def api_key_of(scope: Mapping[str, Any]) -> str | None:
     query = scope.get("query_string", b"").decode("latin-1")
     keys = urllib.parse.parse_qs(query).get("key")
     return str(keys[-1]) if keys else None
+
+
+def _valid(value: Any) -> Any:
+    """`value` with every string made valid Unicode: a lone surrogate a loop sent (JSON allows
+    `"\\ud800"`) becomes U+FFFD, so the transcript can be stored, rendered and exported."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {key: _valid(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_valid(item) for item in value]
+    return value
 
 
 def _clip(text: str) -> str:
@@ -148,6 +161,57 @@ def _raw_entry(item: object, *, mark: str | None = None) -> dict[str, Any]:
     return {"role": role, "text": _clip("\n".join(line for line in lines if line) or "(empty)"), "mark": mark}
 
 
+def _has(item: dict[str, Any], kinds: tuple[str, ...], keys: tuple[str, ...]) -> bool:
+    blocks = item.get("content", item.get("parts"))
+    listed = blocks if isinstance(blocks, list) else []
+    return item.get("type") in kinds or any(
+        isinstance(block, dict) and (block.get("type") in kinds or any(key in block for key in keys))
+        for block in listed
+    )
+
+
+def _call_ids(item: dict[str, Any]) -> list[str]:
+    """The ids of the calls one raw turn makes, in any wire format (Gemini's calls may have none)."""
+    blocks = item.get("content", item.get("parts"))
+    listed = [*(item.get("tool_calls") or ()), item, *(blocks if isinstance(blocks, list) else ())]
+    ids = []
+    for block in listed:
+        if not isinstance(block, dict):
+            continue
+        if block is not item and "function" in block or block.get("type") == "tool_use":
+            ids.append(str(block.get("id")))
+        elif block.get("type") == "function_call":
+            ids.append(str(block.get("call_id")))
+        elif isinstance(block.get("functionCall"), dict) and block["functionCall"].get("id"):
+            ids.append(str(block["functionCall"]["id"]))
+    return ids
+
+
+def _raw_diagnosis(items: list[Any]) -> str | None:
+    """What `diagnose` would call a request the wire format could not read, from its raw JSON in any
+    wire format: `turn_once` (a turn's calls appear twice) or `turn_first` (results after a turn
+    without calls)."""
+    turns = [item for item in items if isinstance(item, dict)]
+    made: set[str] = set()
+    for index, item in enumerate(turns):
+        calls = _call_ids(item)
+        if any(call in made for call in calls):
+            return "turn_once"
+        made.update(calls)
+        is_result = item.get("role") == "tool" or _has(
+            item, ("tool_result", "function_call_output"), ("functionResponse",)
+        )
+        if not is_result or index == 0:
+            continue
+        before = turns[index - 1]
+        made_calls = bool(before.get("tool_calls")) or _has(before, ("tool_use", "function_call"), ("functionCall",))
+        if not made_calls and not (
+            before.get("role") == "tool" or _has(before, ("tool_result", "function_call_output"), ())
+        ):
+            return "turn_first"
+    return None
+
+
 _WHERE = re.compile(r"\b(?:messages|input|contents)\.?\[(\d+)\]")
 _PATH_MODEL = re.compile(r"/models/([^/:]+)")
 
@@ -165,6 +229,7 @@ class Conversations:
         if exchange.provider is None or exchange.status == 404:
             return None
         model, items = _raw_items(exchange.request_body)
+        model, items = _valid(model), _valid(items)
         if not model:
             found = _PATH_MODEL.search(exchange.path)
             model = found.group(1) if found else ""
@@ -178,13 +243,18 @@ class Conversations:
         opened[thread] = (key, len(items), requests + 1)
         while len(opened) > _OPEN_PER_LEARNER:
             opened.popitem(last=False)
-        return key, self._chat(exchange, items, model, at, requests + 1)
+        return key, _valid(self._chat(exchange, items, model, at, requests + 1))
 
     @staticmethod
     def _chat(exchange: Exchange, items: list[Any], model: str, at: float, requests: int) -> dict[str, Any]:
         error = exchange.error
         rule = lesson_for(error.rule).rule if error is not None else None
         conversation = exchange.conversation
+        problem = diagnose(conversation.messages) if error is not None and conversation is not None else None
+        if problem is not None:  # the grader's own diagnosis, so one mistake is counted under one rule
+            rule = lesson_for_diagnosis(problem.kind).rule
+        elif error is not None and conversation is None and (kind := _raw_diagnosis(items)) is not None:
+            rule = lesson_for_diagnosis(kind).rule
         if conversation is not None:
             marked = error.message_index if error is not None else None
             entries = [

@@ -2,12 +2,15 @@
 
 May touch: nothing (pure functions of the room's snapshot to bytes). What the room knows is what each
 learner's grader posted from their own machine: the export is a record of the workshop, built from
-the last run each learner sent for each challenge, not a grade the room computed itself.
+the last run each learner sent for each challenge, unless the instructor's own grading of that
+challenge was recorded (`RoomService.verify`): that one is used, and every file says which is which.
+Scores are on `--report`'s scale: one point per test passed.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -15,9 +18,11 @@ import time
 import zipfile
 from typing import Any
 
-__all__ = ["results_json", "results_zip", "room_csv"]
+__all__ = ["folder_name", "results_json", "results_zip", "room_csv"]
 
-COLUMNS = ["learner", "challenge", "status", "passed", "total", "stuck", "last_run_utc", "rules"]
+COLUMNS = ["learner", "challenge", "status", "passed", "total", "source", "stuck", "last_run_utc", "rules"]
+"""`source`: `verified` (the instructor's own grading, which the other columns then give) or
+`self-reported` (the learner's grader's last run)."""
 
 
 def _when(at: float | None) -> str:
@@ -36,73 +41,95 @@ def room_csv(snapshot: dict[str, Any]) -> bytes:
     challenges = [item["name"] for item in snapshot["challenges"]]
     for learner in snapshot["learners"]:
         for challenge in challenges:
-            cell = learner["cells"].get(challenge)
-            if cell is None:
-                writer.writerow([_safe_cell(learner["name"]), challenge, "no run", 0, 0, "no", "", ""])
+            cell, verified = learner["cells"].get(challenge), learner["verified"].get(challenge)
+            shown = verified or cell
+            if shown is None:
+                writer.writerow([_safe_cell(learner["name"]), challenge, "no run", 0, 0, "", "no", "", ""])
                 continue
             writer.writerow(
                 [
                     _safe_cell(learner["name"]),
                     challenge,
-                    cell["status"],
-                    cell["passed"],
-                    cell["total"],
-                    "yes" if cell["stuck"] else "no",
-                    _when(cell["at"]),
-                    _safe_cell("; ".join(cell["rules"])),
+                    shown["status"],
+                    shown["passed"],
+                    shown["total"],
+                    "verified" if verified else "self-reported",
+                    "yes" if cell and cell["stuck"] else "no",
+                    _when(shown["at"]),
+                    _safe_cell("; ".join(cell["rules"])) if cell else "",
                 ]
             )
     return out.getvalue().encode("utf-8")
 
 
 def results_json(snapshot: dict[str, Any], learner: dict[str, Any]) -> dict[str, Any]:
-    """Gradescope's results.json for one learner: one test per challenge, 1 point when it passed."""
-    tests = []
+    """Gradescope's results.json for one learner, on `--report`'s scale: one point per test passed.
+    One entry per challenge, its `max_score` the challenge's tests (for a challenge the learner never
+    ran, the most tests any learner in the room reported for it)."""
+    tests, passed_challenges, verified = [], 0, []
     for number, item in enumerate(snapshot["challenges"], 1):
-        cell = learner["cells"].get(item["name"])
+        cell = learner["verified"].get(item["name"]) or learner["cells"].get(item["name"])
+        if item["name"] in learner["verified"]:
+            verified.append(item["name"])
+        known = max(
+            (row["cells"][item["name"]]["total"] for row in snapshot["learners"] if item["name"] in row["cells"]),
+            default=0,
+        )
         status = cell["status"] if cell else "no run"
-        passed = status == "passed"
-        output = f"{status}: {cell['passed']}/{cell['total']} tests passed" if cell else "No run reported to the room."
-        if cell and cell["rules"]:
+        passed_challenges += status == "passed"
+        source = "verified" if item["name"] in verified else "self-reported"
+        output = f"{status}: {cell['passed']}/{cell['total']} tests passed ({source})" if cell else "No run reported."
+        if cell and cell.get("rules"):
             output += "\nRules broken: " + "; ".join(cell["rules"])
         tests.append(
             {
                 "name": f"{item['name']}: {item['title']}".rstrip(": "),
                 "number": str(number),
-                "score": 1.0 if passed else 0.0,
-                "max_score": 1.0,
-                "status": "passed" if passed else "failed",
+                "score": float(cell["passed"]) if cell else 0.0,
+                "max_score": float(cell["total"] if cell else known),
+                "status": "passed" if status == "passed" else "failed",
                 "output": output,
                 "tags": [item["name"]],
             }
         )
     score = sum(float(str(test["score"])) for test in tests)
+    most = sum(float(str(test["max_score"])) for test in tests)
+    if len(verified) == len(tests):
+        said = "all verified by the instructor's grading"
+    elif verified:
+        said = f"verified by the instructor's grading for {', '.join(verified)}; the rest self-reported, not verified"
+    else:
+        said = "as last reported to the room by their own grader (self-reported, not verified)"
     return {
         "score": score,
-        "output": f"{learner['name']}: {score:g}/{len(tests)} challenges passed, as last reported to the room.",
+        "output": (
+            f"{learner['name']}: {passed_challenges}/{len(tests)} challenges passed; {score:g}/{most:g} tests "
+            f"passed, {said}."
+        ),
         "visibility": "visible",
         "tests": tests,
-        "extra_data": {"learner": learner["name"], "last_run_utc": _when(learner["last_run"])},
+        "extra_data": {
+            "learner": learner["name"],
+            "last_run_utc": _when(learner["last_run"]),
+            "verified": len(verified) == len(tests),
+            "verified_challenges": verified,
+        },
     }
 
 
-def _file_name(name: str, taken: set[str]) -> str:
-    base = re.sub(r"[^\w.-]+", "_", name).strip("._") or "learner"
-    candidate, number = base, 1
-    while candidate in taken:
-        number += 1
-        candidate = f"{base}_{number}"
-    taken.add(candidate)
-    return candidate
+def folder_name(name: str) -> str:
+    """A learner's folder in the zip: their name made safe, then a digest of the name itself, so two
+    learners never share a folder (not even on a case-insensitive disk) and each keeps theirs."""
+    base = re.sub(r"[^\w.-]+", "_", name, flags=re.ASCII).strip("._")[:40] or "learner"
+    return f"{base}-{hashlib.blake2b(name.encode(), digest_size=4).hexdigest()}"
 
 
 def results_zip(snapshot: dict[str, Any]) -> bytes:
-    """A zip holding NAME/results.json for every learner."""
+    """A zip holding FOLDER/results.json for every learner (see `folder_name`)."""
     out = io.BytesIO()
-    taken: set[str] = set()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for learner in snapshot["learners"]:
-            folder = _file_name(learner["name"], taken)
+            folder = folder_name(learner["name"])
             body = json.dumps(results_json(snapshot, learner), indent=2, ensure_ascii=False)
             archive.writestr(f"{folder}/results.json", body)
     return out.getvalue()

@@ -2,7 +2,8 @@
 
 May touch: the database file it is given, and nothing else. Holds no logic about what a run means
 (see `_model`): it stores learners (their token and API key as SHA-256 digests, never the secrets
-themselves), each learner's progress as of their last run (one row each, rewritten per run, so
+themselves), each learner's progress as of their last run, their verified results (the
+instructor's own grading) (one row each, rewritten per run, so
 the file stays small however long the workshop), each conversation the room's server saw (the
 newest few per learner), and the room's instructor key (so the page's URL survives a restart of
 the same `--room-db`).
@@ -13,6 +14,7 @@ so that a slow disk never stalls the event loop the sandbox answers on.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -34,6 +36,10 @@ CREATE TABLE IF NOT EXISTS learners (
     expires REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS progress (
+    learner TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verified (
     learner TEXT PRIMARY KEY,
     body TEXT NOT NULL
 );
@@ -83,6 +89,22 @@ class Store:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return str(row[0])
 
+    def put_setting(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The lock, and one transaction: every statement in the block lands, or none does."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
     # -- learners ---------------------------------------------------------------------------------
 
     def add_learner(self, name: str, token: str, api_key: str, joined: float, expires: float) -> bool:
@@ -108,11 +130,32 @@ class Store:
 
     def remove_learner(self, name: str) -> bool:
         """Forget a learner entirely (the instructor frees a name): their runs and conversations too."""
-        with self._lock:
-            cursor = self._db.execute("DELETE FROM learners WHERE name = ?", (name,))
-            self._db.execute("DELETE FROM progress WHERE learner = ?", (name,))
-            self._db.execute("DELETE FROM conversations WHERE learner = ?", (name,))
+        with self._transaction() as db:
+            cursor = db.execute("DELETE FROM learners WHERE name = ?", (name,))
+            db.execute("DELETE FROM progress WHERE learner = ?", (name,))
+            db.execute("DELETE FROM verified WHERE learner = ?", (name,))
+            db.execute("DELETE FROM conversations WHERE learner = ?", (name,))
         return cursor.rowcount == 1
+
+    def rename_learner(self, old: str, new: str) -> None:
+        """`old` is known as `new` from now on: the same token, API key, runs and conversations."""
+        with self._transaction() as db:
+            db.execute("UPDATE learners SET name = ? WHERE name = ?", (new, old))
+            db.execute("UPDATE progress SET learner = ? WHERE learner = ?", (new, old))
+            db.execute("UPDATE verified SET learner = ? WHERE learner = ?", (new, old))
+            db.execute("UPDATE conversations SET learner = ? WHERE learner = ?", (new, old))
+
+    def merge_learners(self, source: str, into: str, progress: dict[str, Any], kept: list[str]) -> None:
+        """`source` folded into `into`: `into` gets `progress` and the conversations keyed `kept` of
+        both; `source` is gone."""
+        with self._transaction() as db:
+            db.execute("UPDATE conversations SET learner = ? WHERE learner = ?", (into, source))
+            marks = ",".join("?" * len(kept))
+            db.execute(f"DELETE FROM conversations WHERE learner = ? AND id NOT IN ({marks})", (into, *kept))  # noqa: S608
+            db.execute("DELETE FROM learners WHERE name = ?", (source,))
+            db.execute("DELETE FROM progress WHERE learner = ?", (source,))
+            db.execute("DELETE FROM verified WHERE learner = ?", (source,))
+            db.execute("INSERT OR REPLACE INTO progress (learner, body) VALUES (?, ?)", (into, _dumps(progress)))
 
     def by_token(self, token: str) -> LearnerRecord | None:
         return self._learner("token", token)
@@ -137,10 +180,7 @@ class Store:
 
     def put_progress(self, learner: str, body: dict[str, Any]) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO progress (learner, body) VALUES (?, ?)",
-                (learner, json.dumps(body, ensure_ascii=False, separators=(",", ":"))),
-            )
+            self._db.execute("INSERT OR REPLACE INTO progress (learner, body) VALUES (?, ?)", (learner, _dumps(body)))
 
     def progress(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Each learner's progress as of their last run: what the room restores at start-up."""
@@ -149,12 +189,23 @@ class Store:
         for learner, body in rows:
             yield str(learner), json.loads(body)
 
+    def put_verified(self, learner: str, body: dict[str, Any]) -> None:
+        """The instructor's own grading of `learner`, per challenge (see `RoomService.verify`)."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO verified (learner, body) VALUES (?, ?)", (learner, _dumps(body)))
+
+    def verified(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        with self._lock:
+            rows = self._db.execute("SELECT learner, body FROM verified").fetchall()
+        for learner, body in rows:
+            yield str(learner), json.loads(body)
+
     def put_conversation(self, learner: str, key: str, updated: float, body: dict[str, Any]) -> None:
         with self._lock:
             self._db.execute(
                 "INSERT INTO conversations (learner, id, updated, body) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (learner, id) DO UPDATE SET updated = excluded.updated, body = excluded.body",
-                (learner, key, updated, json.dumps(body, ensure_ascii=False, separators=(",", ":"))),
+                (learner, key, updated, _dumps(body)),
             )
 
     def drop_conversation(self, learner: str, key: str) -> None:
@@ -167,3 +218,7 @@ class Store:
             rows = self._db.execute("SELECT learner, id, body FROM conversations ORDER BY updated").fetchall()
         for learner, key, body in rows:
             yield str(learner), str(key), json.loads(body)
+
+
+def _dumps(body: dict[str, Any]) -> str:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))

@@ -224,7 +224,7 @@ def test_page_screenshot_for_the_projector(page: Any, served: Served, tmp_path_f
     _workshop(served)
     _count(page, "tr.learner", 14)
     page.wait_for_selector("td.cell.stuck", timeout=WAIT)
-    page.locator('button.who[data-name="Grace Hopper"]').click()
+    page.locator('#rows button.who[data-name="Grace Hopper"]').click()
     page.wait_for_selector("#learner .bubble.rejected", timeout=WAIT)
     assert "Latest failure" in page.locator("#learner .failure h3").inner_text()
     assert page.locator("#learner .bubble.refusal .flag-rule").inner_text().startswith("rule: ")
@@ -232,3 +232,84 @@ def test_page_screenshot_for_the_projector(page: Any, served: Served, tmp_path_f
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
     SCREENSHOTS.append(shot)
+
+
+def test_page_takes_the_key_off_the_address_bar(page: Any, served: Served) -> None:
+    assert page.url == f"{served.room}/", "the key is in the cookie now, not on the projector"
+    assert served.service.key not in page.content()
+
+
+def _in_view(page: Any, selector: str) -> bool:
+    box = page.locator(selector).bounding_box()
+    return box is not None and box["y"] >= 0 and box["y"] + 20 <= 1000 and box["x"] + 20 <= 1600
+
+
+def test_page_says_who_needs_help_now(browser: Any, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    with serving_room(tmp_path / "room.db", heartbeat=0.2) as served:
+        served.instructor("/api/roster", "PUT", json={"names": ["Ada", "Bob", "Carol", "Dan", "Never Came"]})
+        ada, bob, carol = (Learner.join(served.room, name) for name in ("Ada", "Bob", "Carol"))
+        for _ in range(3):
+            ada.post(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)}))
+        for _ in range(3):
+            bob.post(run(**{"02_bounded_loop": (1, 1, APPEND_ONCE)}))
+        carol.post(run(**{"01_apply_tool_results": (2, 0)}))
+        context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        page = context.new_page()
+        page.goto(served.page)
+        page.wait_for_selector("#live.on", timeout=WAIT)
+        queue = [item.get_attribute("data-name") for item in page.locator("#queue li").all()]
+        assert queue == ["Ada", "Bob"], "stuck longest first"
+        assert "same failure 3 runs in a row on 01" in page.locator('#queue li[data-name="Ada"] .why').inner_text()
+        assert page.locator("li.rule .names").inner_text() == "Ada, Bob", "names shown, not only on hover"
+        assert page.locator("#waiting").inner_text().endswith("Dan, Never Came")
+        summary = page.locator('td.colsum[data-challenge="01_apply_tool_results"]').inner_text()
+        assert summary.split() == ["1✓", "1✗", "1!"], summary
+        page.locator('#queue button.who[data-name="Ada"]').click()
+        page.wait_for_selector("#learner:not([hidden]) .failure", timeout=WAIT)
+        assert _in_view(page, "#learner h2")
+        context.close()
+
+
+def test_page_redraws_only_what_changed(page: Any, served: Served) -> None:
+    learners = [Learner.join(served.room, f"learner {number:02}") for number in range(5)]
+    _count(page, "tr.learner", 5)
+    page.evaluate("() => { document.querySelector('tr[data-name=\"learner 01\"]').dataset.kept = 'yes'; }")
+    version = int(page.evaluate("() => document.body.dataset.version"))
+    learners[3].post(run(**{"01_apply_tool_results": (2, 2, APPEND_ONCE)}))
+    page.wait_for_selector('tr[data-name="learner 03"] td.cell.failing', timeout=WAIT)
+    assert int(page.evaluate("() => document.body.dataset.version")) > version
+    assert page.locator('tr[data-name="learner 01"]').get_attribute("data-kept") == "yes", "an unchanged row is kept"
+
+
+@pytest.mark.parametrize("learners", [100, 300])
+def test_page_with_a_full_room(
+    browser: Any, tmp_path: Path, learners: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    challenges = [info.name for info in load_challenges(ROOT / "challenges")]
+    titles = {info.name: info.title for info in load_challenges(ROOT / "challenges")}
+    with serving_room(tmp_path / "room.db", heartbeat=0.2, titles=titles, join_burst=1000, post_rate=100.0) as served:
+        for index in range(learners):
+            learner = Learner.join(served.room, f"Learner {index:03}")
+            done = index % 9
+            cells: dict[str, Any] = {challenge: (4, 0) for challenge in challenges[:done]}
+            cells[challenges[done]] = (1, 2, APPEND_ONCE if index % 2 else TURN_FIRST)
+            for _ in range(3 if index % 7 == 0 else 1):
+                learner.post(run(**cells))
+        context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        page = context.new_page()
+        page.goto(served.page)
+        page.wait_for_selector("#live.on", timeout=WAIT)
+        _count(page, "tr.learner", learners)
+        assert page.locator("#queue li").count() == len(range(0, learners, 7))
+        assert _in_view(page, "#queue li:first-child") and _in_view(page, "li.rule:first-child")
+        board = tmp_path_factory.getbasetemp() / f"room-{learners}-board.png"
+        page.screenshot(path=str(board))
+        SCREENSHOTS.append(board)
+        page.locator('tr[data-name="Learner 090"] button.who').scroll_into_view_if_needed()
+        page.locator('tr[data-name="Learner 090"] button.who').click()
+        page.wait_for_selector("#learner:not([hidden]) h2", timeout=WAIT)
+        assert _in_view(page, "#learner h2"), "the panel opens where the instructor is looking"
+        shot = tmp_path_factory.getbasetemp() / f"room-{learners}.png"
+        page.screenshot(path=str(shot))
+        SCREENSHOTS.append(shot)
+        context.close()

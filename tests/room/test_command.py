@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import ipaddress
 import json
 import os
 import re
@@ -11,12 +14,15 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.room_server import serving_room
+from sandbox.cli._room import reachable_hosts
+from sandbox.room._export import folder_name
+from tests.room_server import TITLES, Learner, run, serving_room
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +52,7 @@ def _get(url: str) -> httpx.Response:
     deadline = time.monotonic() + 60
     while True:
         try:
-            return httpx.get(url, timeout=10)
+            return httpx.get(url, timeout=10, follow_redirects=True)
         except httpx.ConnectError:
             if time.monotonic() > deadline:
                 raise
@@ -79,7 +85,7 @@ def test_room_command_prints_the_page_and_the_join_line_and_keeps_its_key(tmp_pa
                 assert next(line for line in events if line.startswith("data: "))  # the page's first parts
                 httpx.post(f"http://127.0.0.1:{port}/room/api/join", json={"name": f"ada {len(keys)}"}, timeout=10)
                 joined = next(line for line in events if line.startswith("data: ") and f"ada {len(keys)}" in line)
-                assert f"ada {len(keys)}" in json.loads(joined[6:])["revisions"], "the join reached the open page"
+                assert f"ada {len(keys)}" in json.loads(joined[6:])["rows"], "the join reached the open page"
                 process.send_signal(signal.SIGINT)  # with the page's stream still open
                 rest = list(events)  # the server ends the stream as it shuts down
             assert not any("data: " in line for line in rest[1:]), rest
@@ -132,3 +138,63 @@ def test_check_room_joins_and_posts(tmp_path: Path) -> None:
             timeout=300,
         )
         assert missing.returncode == 2 and "--name 'YOUR NAME'" in missing.stderr
+
+
+def test_room_banner_names_the_addresses_learners_can_reach() -> None:
+    """For --host 0.0.0.0 the banner prints this machine's own addresses (it printed THIS-MACHINE)."""
+    hosts = reachable_hosts("0.0.0.0")
+    assert hosts and "THIS-MACHINE" not in hosts
+    for host in hosts:
+        address = ipaddress.ip_address(host)
+        assert not address.is_loopback or hosts == ["127.0.0.1"], hosts
+        with socket.socket() as sock:
+            sock.bind((host, 0))  # an address of this machine: binding proves it, and sends nothing
+    assert reachable_hosts("10.1.2.3") == ["10.1.2.3"], "a named --host is the address learners use"
+
+
+def test_verify_records_the_instructors_grading_over_what_a_learner_claimed(tmp_path: Path) -> None:
+    """`curl` posting "all passed" gave Mallory 10/10; `sandbox verify` grades her submission itself."""
+    submissions = tmp_path / "submissions"
+    for name, source in (("Mallory", "tests/mutants/01_assistant_text"), ("Ada", "solutions")):
+        (submissions / name).mkdir(parents=True)
+        shutil.copy(ROOT / source / "01_apply_tool_results.py", submissions / name)
+    with serving_room(tmp_path / "room.db") as served:
+        mallory = Learner.join(served.room, "Mallory")
+        Learner.join(served.room, "Ada")
+        mallory.post(run(**{challenge: (4, 0) for challenge in TITLES}))  # "all passed", no grader run
+        done = subprocess.run(
+            [sys.executable, "-m", "sandbox", "verify", str(submissions), "1", "--room", served.room,
+             "--key", served.service.key, "--isolation", "auto"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Mallory: 0/" in done.stdout and "recorded in the room as verified" in done.stdout
+        rows = {row["name"]: row for row in served.instructor("/api/state").json()["learners"]}
+        assert rows["Mallory"]["verified"]["01_apply_tool_results"]["status"] == "failing"
+        assert rows["Ada"]["verified"]["01_apply_tool_results"]["status"] == "passed"
+        archive = zipfile.ZipFile(io.BytesIO(served.instructor("/export/results.zip").content))
+        results = json.loads(archive.read(f"{folder_name('Mallory')}/results.json"))
+        first = results["tests"][0]
+        assert first["score"] == 0.0 and "(verified)" in first["output"]
+        assert "(self-reported)" in results["tests"][1]["output"]
+        assert results["extra_data"]["verified_challenges"] == ["01_apply_tool_results"]
+        sources = {
+            row["challenge"]: row["source"]
+            for row in csv.DictReader(io.StringIO(served.instructor("/export.csv").text))
+            if row["learner"] == "Mallory"
+        }
+        assert sources == {
+            "01_apply_tool_results": "verified",
+            "02_bounded_loop": "self-reported",
+            "03_several_calls": "self-reported",
+        }
+
+
+def test_verify_without_the_key_has_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "ada").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox", "verify", str(tmp_path), "--room", "http://127.0.0.1:9/room"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env={name: value for name, value in os.environ.items() if name != "SANDBOX_ROOM_KEY"},
+    )  # fmt: skip
+    assert done.returncode == 2 and "needs the instructor's key" in done.stderr

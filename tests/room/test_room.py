@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandbox.grading.judge._lessons import lesson_for
+from sandbox.grading.judge._lessons import lesson_for_diagnosis
 from sandbox.room import RoomService, Store
+from sandbox.room._export import folder_name
 from sandbox.room._model import Room, parse_run
-from sandbox.wire import Rule
-from tests.room_server import APPEND_ONCE, TURN_FIRST, Learner, run, serving_room
+from tests.room_server import APPEND_ONCE, TITLES, TURN_FIRST, Learner, run, serving_room
 
 HOSTILE = "<script>window.pwned=1</script><img src=x onerror=alert(1)>"
 
@@ -73,11 +73,11 @@ def test_room_marks_the_same_failure_three_runs_in_a_row_as_stuck(served) -> Non
 
 
 def test_room_marks_a_learner_without_a_run_for_n_minutes_as_stuck() -> None:
-    room = Room(stuck_minutes=10)
+    room = Room(titles=TITLES, stuck_minutes=10)
     room.join("ada", 1000.0)
-    room.apply_run("ada", 1000.0, parse_run(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)})))
+    room.apply_run("ada", 1000.0, parse_run(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)}), TITLES))
     room.join("finished", 1000.0)
-    room.apply_run("finished", 1000.0, parse_run(run(**{"01_apply_tool_results": (2, 0)})))
+    room.apply_run("finished", 1000.0, parse_run(run(**{"01_apply_tool_results": (2, 0)}), TITLES))
     rows = {row["name"]: row for row in room.snapshot(1000.0 + 9 * 60)["learners"]}
     assert not rows["ada"]["idle"]
     rows = {row["name"]: row for row in room.snapshot(1000.0 + 10 * 60)["learners"]}
@@ -156,7 +156,9 @@ def test_room_learner_posts_only_under_their_own_name(served) -> None:  # type: 
 )
 def test_room_bad_token_has_clear_error(served, token: str | None, status: int, message: str) -> None:  # type: ignore[no-untyped-def]
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    response = httpx.post(f"{served.room}/api/runs", json=run(**{"01_x": (1, 0)}), headers=headers, timeout=10)
+    response = httpx.post(
+        f"{served.room}/api/runs", json=run(**{"01_apply_tool_results": (1, 0)}), headers=headers, timeout=10
+    )
     assert response.status_code == status
     assert message in response.json()["error"]["message"]
 
@@ -164,7 +166,7 @@ def test_room_bad_token_has_clear_error(served, token: str | None, status: int, 
 def test_room_expired_token_has_clear_error_and_rejoins_with_it(tmp_path: Path) -> None:
     with serving_room(tmp_path / "room.db", token_hours=-1) as served:
         ada = Learner.join(served.room, "ada")
-        response = ada.post(run(**{"01_x": (1, 0)}))
+        response = ada.post(run(**{"01_apply_tool_results": (1, 0)}))
         assert response.status_code == 401
         assert "expired" in response.json()["error"]["message"]
         again = httpx.post(
@@ -184,10 +186,19 @@ def test_room_expired_token_has_clear_error_and_rejoins_with_it(tmp_path: Path) 
     [
         ([1, 2], "JSON object"),
         ({"challenges": {}}, "`challenges` must be an object"),
-        ({"challenges": {"01_x": {"passed": -1}}}, "whole number from 0"),
+        ({"challenges": {"01_apply_tool_results": {"passed": -1}}}, "whole number from 0"),
         ({"challenges": {"../../etc": {"passed": 1}}}, "use the folder's name"),
-        ({"challenges": {"01_x": {"passed": 1}}, "failures": [{"challenge": "02_y"}]}, "not one of the run's"),
-        ({"challenges": {"01_x": {"passed": 1}}, "failures": [{"challenge": "01_x", "rule": 5}]}, "must be a string"),
+        (
+            {"challenges": {"01_apply_tool_results": {"passed": 1}}, "failures": [{"challenge": "02_y"}]},
+            "not one of the run's",
+        ),
+        (
+            {
+                "challenges": {"01_apply_tool_results": {"passed": 1}},
+                "failures": [{"challenge": "01_apply_tool_results", "rule": 5}],
+            },
+            "must be a string",
+        ),
     ],
     ids=["not-object", "no-challenges", "negative", "bad-name", "stray-failure", "rule-type"],
 )
@@ -204,12 +215,12 @@ def test_room_bad_run_has_clear_error(served, body: object, message: str) -> Non
 def test_room_bounds_posts_in_size_and_rate(tmp_path: Path) -> None:
     with serving_room(tmp_path / "room.db", post_rate=0.01) as served:
         ada = Learner.join(served.room, "ada")
-        huge = {"challenges": {"01_x": {"passed": 1}}, "padding": "x" * 300_000}
+        huge = {"challenges": {"01_apply_tool_results": {"passed": 1}}, "padding": "x" * 300_000}
         assert ada.post(huge).status_code == 413
-        statuses = [ada.post(run(**{"01_x": (1, 0)})).status_code for _ in range(12)]
+        statuses = [ada.post(run(**{"01_apply_tool_results": (1, 0)})).status_code for _ in range(12)]
         assert statuses[:9] == [202] * 9, statuses  # the burst (10, one spent on the 413)
         assert statuses[-1] == 429
-        limited = ada.post(run(**{"01_x": (1, 0)}))
+        limited = ada.post(run(**{"01_apply_tool_results": (1, 0)}))
         assert int(limited.headers["retry-after"]) > 0 and "wait a moment" in limited.json()["error"]["message"]
 
 
@@ -217,13 +228,13 @@ def test_room_bad_names_have_clear_error(served) -> None:  # type: ignore[no-unt
     for name in ("", "   ", "x" * 41, "bell\x07", "right\u202eto-left", 7):
         response = httpx.post(f"{served.room}/api/join", json={"name": name}, timeout=10)
         assert response.status_code == 400, name
-        assert "printable characters" in response.json()["error"]["message"]
+        assert "visible characters" in response.json()["error"]["message"]
 
 
 def test_room_escapes_everything_a_learner_sends(served) -> None:  # type: ignore[no-untyped-def]
     hostile = Learner.join(served.room, HOSTILE[:40])
     hostile.post(run(**{"01_apply_tool_results": (0, 1, HOSTILE)}))
-    page = httpx.get(served.page, timeout=10)
+    page = httpx.get(served.page, timeout=10, follow_redirects=True)
     assert page.status_code == 200
     assert "<script>window" not in page.text and "&lt;script&gt;window.pwned" in page.text
     assert "script-src 'self'" in page.headers["content-security-policy"]
@@ -236,16 +247,22 @@ def test_room_export_csv_and_one_results_json_per_learner(served) -> None:  # ty
     Learner.join(served.room, "ada").post(
         run(**{"01_apply_tool_results": (4, 0), "02_bounded_loop": (1, 1, TURN_FIRST)})
     )
-    Learner.join(served.room, "=cmd|' /C calc'!A0").post(run(**{"01_apply_tool_results": (0, 1, APPEND_ONCE)}))
+    hostile = "=cmd|' /C calc'!A0"
+    Learner.join(served.room, hostile).post(run(**{"01_apply_tool_results": (0, 1, APPEND_ONCE)}))
     rows = list(csv.DictReader(io.StringIO(served.instructor("/export.csv").text)))
     ada = {row["challenge"]: row for row in rows if row["learner"] == "ada"}
     assert (ada["01_apply_tool_results"]["status"], ada["02_bounded_loop"]["rules"]) == ("passed", TURN_FIRST)
     assert ada["03_several_calls"]["status"] == "no run"
     assert {row["learner"] for row in rows} == {"ada", "'=cmd|' /C calc'!A0"}, "no formula reaches a spreadsheet"
     archive = zipfile.ZipFile(io.BytesIO(served.instructor("/export/results.zip").content))
-    assert sorted(archive.namelist()) == ["ada/results.json", "cmd_C_calc_A0/results.json"]
-    results = json.loads(archive.read("ada/results.json"))
-    assert results["score"] == 1.0 and len(results["tests"]) == 3
+    assert sorted(archive.namelist()) == [f"{folder_name('ada')}/results.json", f"{folder_name(hostile)}/results.json"]
+    assert folder_name(hostile).startswith("cmd_C_calc_A0-")
+    results = json.loads(archive.read(f"{folder_name('ada')}/results.json"))
+    assert len(results["tests"]) == 3
+    assert (results["score"], [test["max_score"] for test in results["tests"]]) == (5.0, [4.0, 2.0, 0.0]), (
+        "one point per test passed, as --report scores"
+    )
+    assert "self-reported, not verified" in results["output"] and results["extra_data"]["verified"] is False
     assert [test["status"] for test in results["tests"]] == ["passed", "failed", "failed"]
 
 
@@ -290,7 +307,7 @@ def test_room_knows_a_learners_loop_by_its_api_key(served, where: str) -> None: 
     marked = [entry for entry in conversation["entries"] if entry["mark"]]
     assert marked and marked[0]["role"] == "assistant", conversation["entries"]
     assert served.instructor("/api/state").json()["learners"][0]["rejected"] == 1
-    lesson = lesson_for(Rule.MISSING_RESULT).rule
+    lesson = lesson_for_diagnosis("turn_once").rule  # the turn appended twice: the grader's own diagnosis
     assert conversation["outcome"]["rule"] == marked[0]["mark"] == lesson, "marked with the lesson's own words"
     rules = served.instructor("/api/state").json()["rules"]
     assert rules == [{"rule": lesson, "learners": 1, "names": ["ada"], "challenges": ["their own loop"]}]
