@@ -29,6 +29,7 @@ __all__ = [
     "RETRY",
     "Retries",
     "broken",
+    "status_seen",
     "delivered",
     "describe_fault",
     "unsaid",
@@ -38,10 +39,12 @@ MAX_ATTEMPTS = 3
 """Attempts of one request: the first and two retries, as the official SDKs' `max_retries=2`."""
 
 RETRY = Lesson(
-    "Retry a 429, 529 or 503 (and a connection that broke) after the provider's hint, a few times; never a 400.",
+    "Retry a 429, 529 or 503 (and a connection that broke) after the provider's hint, a few times; never "
+    "any other error (a 400, 401, 403, 404).",
     "The provider said to try again later: wait err.retry_after seconds (your own short backoff when it is "
-    "None), then send the same request again. A 400 means the request itself is wrong; sending it again "
-    "gets the same 400.",
+    "None), then send the same request again. Any other status means the request itself is wrong (a 400), "
+    "or the key or the model is (401, 403, 404): sending it again gets the same error. Retry the statuses "
+    "you know are worth it, never everything but a 400.",
 )
 NO_REPEAT = Lesson(
     "A retry sends the same conversation again: nothing appended twice, nothing kept of a broken answer, "
@@ -54,6 +57,14 @@ GIVE_UP = Lesson(
     "When the last attempt fails, raise: say which status the provider kept sending, how many attempts you "
     "made, and what to check (the provider's status page, your rate limits), so the caller can act.",
 )
+_COUNTED = r"(?:attempts?|tries|times|requests)\b"
+_COUNTING = r"\b(?:attempts?|attempted|tries|tried)\b"
+
+
+def _number(value: int) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\d.]){value}(?![\d]|\.\d)")
+
+
 _ADVICE = re.compile(r"\b(check|status page|try again later|retry later|rate limit|quota|overload)", re.IGNORECASE)
 
 
@@ -142,8 +153,9 @@ class RetryChecks:
             if ran > asked[key]:
                 self.fail(
                     f"{self.actor} on {self.where} ran {key} {ran} times, but the model asked for it "
-                    f"{asked[key]} time(s): its result was already in the history. A retry must not run the "
-                    "tools again (a payment tool would pay twice).",
+                    f"{asked[key]} time(s). Run a turn's tools once, after its answer arrived whole: a retry, of "
+                    "a refused request or of a stream that broke after a call's arguments ended, must not run "
+                    "them again (a payment tool would pay twice).",
                     lesson=self.no_repeat_lesson,
                 )
 
@@ -157,6 +169,8 @@ class Retries(RetryChecks):
     if TYPE_CHECKING:  # the dialogue's own, from `Expectations`
 
         def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Any: ...
+
+        def expect_provider_error_raised(self, outcome: Outcome, *, lesson: Lesson = ...) -> BaseException: ...
 
     def tool_runs(self) -> list[str]:
         return self.runs
@@ -190,6 +204,12 @@ class Retries(RetryChecks):
         finally:
             self.journal = full
 
+    def expect_refusal_not_retried(self, outcome: Outcome) -> BaseException:
+        """The provider refused a request with a status no retry fixes (`refuse=N`): sent once, its
+        error let through, judged by this challenge's rule."""
+        __tracebackhide__ = True
+        return self.expect_provider_error_raised(outcome, lesson=RETRY)
+
     def expect_retries_exhausted(self, outcome: Outcome) -> BaseException:
         """The provider kept failing one request: the loop retried, then raised an error that names the
         status, the attempts and what to check."""
@@ -213,7 +233,7 @@ class Retries(RetryChecks):
                 lesson=GIVE_UP,
             )
         said = str(outcome.error)
-        missing = unsaid(said, last.status, attempts)
+        missing = unsaid(said, status_seen(last), attempts)
         if missing:
             self.fail(
                 f"{self.function}() gave up on {self.where}, but its error does not say enough to act on. It "
@@ -231,15 +251,25 @@ def _call(call: Any) -> Any:
 
 
 def unsaid(said: str, status: int, attempts: int) -> list[str]:
-    """What an error that gives up leaves out, of the status, the attempts and what to check."""
+    """What an error that gives up leaves out, of the status, the attempts and what to check. Each is
+    read as a number in its context: the attempts beside a word that counts them ("3 attempts", "tried
+    3 times", "attempt 3 of 3"), so "3 messages", or the 3 of a 503, is not a count of attempts."""
     missing = []
-    if str(status) not in said and not (status == 0 and "connection" in said.lower()):
+    if not _number(status).search(said) and not (status == 0 and "connection" in said.lower()):
         missing.append(f"- the status the provider sent ({status})")
-    if str(attempts) not in said:
-        missing.append(f"- the number of attempts ({attempts})")
+    count = _number(attempts).pattern
+    if not re.search(rf"{count}\s*(?:/\s*\d+\s*|of\s+\d+\s+)?{_COUNTED}|{_COUNTING}\W{{0,3}}{count}", said, re.I):
+        missing.append(f"- the number of attempts, as a count of them ({attempts} attempts)")
     if not _ADVICE.search(said):
         missing.append("- what to check (the provider's status page, your rate limits or quota)")
     return missing
+
+
+def status_seen(exchange: Exchange) -> int:
+    """The status a loop saw for a faulted exchange: a broken answer's is 0 (the 200 it began with
+    never became an answer)."""
+    fault = exchange.fault
+    return 0 if fault is not None and fault.kind in ("cut", "truncated") else exchange.status
 
 
 def broken(exchange: Exchange) -> bool:

@@ -280,6 +280,7 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         unknown_tools=case.unknown_tools,
         concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
         refuse=case.refuse,
+        refuse_status=case.refuse_status,
         reasoning=case.reasoning,
         faults=case.faults,
     )
@@ -301,6 +302,8 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         talk.expect_answer(run, bound=5)
     elif case.expect == "refused":
         talk.expect_provider_error_reported(run)
+    elif case.expect == "refused_once":
+        talk.expect_provider_error_reported(run, lesson=talk.retry_lesson)
     elif case.expect == "retried":
         talk.expect_retried_answer(run, bound=5)
     elif case.expect == "exhausted":
