@@ -612,6 +612,26 @@ MUTANTS: dict[str, Mutant] = {
         (caught(GIVES_UP, says=r"It should also name: .*- the number of attempts, as a count of them.*" + GIVE_UP),)
     ),
     "10_tool_error_propagates": Mutant((caught("test_a_failing_tool_still_gets_a_result[*]", says=TOOL_FAILED),)),
+    # Told which field changed, not "a different conversation (3 messages; the failed request held 3)".
+    "10_retry_asks_for_less": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]",
+                says=r"and the request after it changed (max_\w*tokens: 1024 -> 512|generationConfig: .*1024.* -> "
+                r".*512).*" + NO_REPEAT,
+            ),
+        )
+    ),
+    # Told that it spent rounds on retries, not to "bound the loop at 5, not fewer".
+    "10_retries_spend_rounds": Mutant(
+        (
+            caught(
+                "test_retries_a_rate_limit_and_an_overload[*]",
+                says=r"\d of them retries, while the model was still working: it counted each retry as one of its 5 "
+                r"rounds.*" + NO_REPEAT,
+            ),
+        )
+    ),
     "10_runs_calls_as_they_stream": Mutant(
         (
             caught(

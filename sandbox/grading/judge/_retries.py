@@ -11,6 +11,7 @@ through (`expect_answer`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -119,6 +120,25 @@ class RetryChecks:
             )
         self._check_runs()
 
+    def check_rounds(self, gave_up: bool, bound: int) -> None:
+        """A loop that gave up at its bound while the model was still working, having spent rounds on
+        retries: told that a retry is the same round again, not to raise its bound."""
+        __tracebackhide__ = True
+        exchanges = list(self.journal)
+        got = list(_through(self.journal))
+        if not gave_up or len(exchanges) < bound or len(got) >= bound or not got:
+            return
+        last = got[-1].turn
+        if last is None or not last.message.tool_calls():
+            return
+        self.fail(
+            f"{self.actor} on {self.where} gave up after {len(exchanges)} requests, {len(exchanges) - len(got)} of "
+            f"them retries, while the model was still working: it counted each retry as one of its {bound} "
+            "rounds. A retry is the same round sent again: retry around the model request alone, so the "
+            "rounds count the model's answers.",
+            lesson=self.no_repeat_lesson,
+        )
+
     def _check_resent(self, number: int, failed: Exchange, after: Exchange) -> None:
         __tracebackhide__ = True
         if after.request_body != failed.request_body:
@@ -197,6 +217,7 @@ class Retries(RetryChecks):
                 exchange=exchanges[-1],
                 lesson=NO_REPEAT,
             )
+        self.check_rounds(outcome.error is not None, bound)
         full = self.journal
         self.journal = delivered(full)  # the ordinary verdicts judge what got through
         try:
@@ -300,7 +321,38 @@ def _difference(failed: Exchange, after: Exchange, sent: Any) -> str:
             f"carried {len(now) - len(before)} more message(s) ({added}): something of the failed answer, or "
             "a turn appended a second time, went into the history"
         )
+    fields = _changed_fields(failed.request_body, after.request_body)
+    if fields and len(now) == len(before):
+        return f"changed {', '.join(fields)}"
     return f"carried a different conversation ({len(now)} messages; the failed request held {len(before)})"
+
+
+_HISTORY_FIELDS = ("messages", "input", "contents")
+"""Where each wire format keeps the conversation: compared as messages, not as fields."""
+
+
+def _changed_fields(failed: bytes, after: bytes) -> list[str]:
+    """The request fields besides the conversation whose values differ (`max_tokens: 1024 -> 512`), read
+    from both bodies as JSON; [] when either is not a JSON object."""
+    try:
+        old, new = json.loads(failed), json.loads(after)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return []
+    names = sorted((set(old) | set(new)) - set(_HISTORY_FIELDS))
+    missing = "(not sent)"
+    return [
+        f"{name}: {_shown(old.get(name, missing))} -> {_shown(new.get(name, missing))}"
+        for name in names
+        if old.get(name, missing) != new.get(name, missing)
+    ]
+
+
+def _shown(value: Any) -> str:
+    """A request field's value, short: `1024`, `true`, `{...}`."""
+    text = value if value == "(not sent)" else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _messages(exchange: Exchange, sent: Any) -> Sequence[Any]:

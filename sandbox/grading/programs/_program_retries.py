@@ -68,6 +68,7 @@ class ProgramRetries(RetryChecks):
                 exchange=last,
                 lesson=self.no_repeat_lesson,
             )
+        self.check_rounds(run.returncode != 0, bound)
         full = self.journal
         self.journal = delivered(full)  # the ordinary verdicts judge what got through
         try:
