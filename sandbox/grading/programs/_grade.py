@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import shlex
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from ...engine._scenario import Scenario
 from ..boundary._endpoint import Endpoint
 from ..boundary._isolation import Isolation
 from ..boundary._program import ProgramRun, Relay, run_program
+from ..judge._grouping import group_failures, same_mistake_lines
 from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
@@ -354,17 +356,12 @@ def _unspoken(session: Session, planned: Sequence[Planned]) -> str:
 
 
 def _print_failures(planned: Sequence[Planned], outcomes: Mapping[str, tuple[str, str]], out: TextIO) -> None:
-    """The first failure of each challenge in full; the others by name and headline (the report
-    holds them all in full)."""
-    seen: set[str] = set()
-    for item in planned:
-        outcome, output = outcomes[item.nodeid]
-        if outcome == PASSED:
-            continue
-        name = f"{item.challenge}: {item.nodeid.split('::', 1)[1]}"
-        if item.challenge in seen:
-            headline = output.splitlines()[0] if output else ""
-            out.write(f"  also failed: {name}: {headline if len(headline) <= 120 else headline[:117] + '...'}\n")
-            continue
-        seen.add(item.challenge)
+    """The first failure of each mistake in full, then the other cases of that mistake, as the pytest
+    run groups them (the report holds them all in full), within the terminal's width."""
+    width = min(shutil.get_terminal_size().columns, 100)
+    failed = [(item.challenge, item.nodeid, outcomes[item.nodeid][1]) for item in planned]
+    for nodeid, output, others in group_failures(failure for failure in failed if outcomes[failure[1]][0] != PASSED):
+        name = nodeid.replace("::", ": ", 1)
         out.write(f"\n{'=' * 8} FAILED {name} {'=' * max(0, 80 - len(name))}\n{output}\n")
+        if others:
+            out.write("\n" + "\n".join(same_mistake_lines(others, width)) + "\n")
