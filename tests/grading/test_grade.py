@@ -453,3 +453,15 @@ def test_a_challenge_without_program_cases_says_which_have_them(
     err = capsys.readouterr().err
     assert "11_new_topic grades Python code only so far. A program is graded on:" in err
     assert "- 9: 09_keep_the_whole_turn" in err and "- 10: 10_retry_without_repeating" in err
+
+
+def test_the_isolation_line_is_shown_with_v_or_when_it_is_not_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox.grading.boundary._isolation import choose
+
+    default = choose("auto").sandboxed
+    _, quiet = grade(capsys, "1", "--wire", "anthropic", "--", *LOOP)
+    _, verbose = grade(capsys, "1", "--wire", "anthropic", "-v", "--", *LOOP)
+    _, process = grade(capsys, "1", "--wire", "anthropic", "--isolation", "process", "--", *LOOP)
+    assert ("sandbox: learner code runs" in quiet) is not default, quiet
+    assert "sandbox: learner code runs" in verbose, verbose
+    assert "sandbox: learner code runs in plain processes" in process, process

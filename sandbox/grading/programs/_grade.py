@@ -140,11 +140,14 @@ def grade(
     language: str = "other",
     observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
     isolation: Isolation | None = None,
+    show_isolation: bool = True,
 ) -> int:
     """Run every planned case; print the failures and the summary; return the exit status. `build`
     is a shell line, run once in `cwd` first; `language` picks the names the feedback uses.
 
-    `observe` sees every verdict once all are final (the workshop room's hook: it posts them)."""
+    `observe` sees every verdict once all are final (the workshop room's hook: it posts them).
+    `show_isolation`: start with the line that says where the program runs (the CLI shows it with -v,
+    or when it is not the default, bubblewrap)."""
     isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
@@ -160,7 +163,8 @@ def grade(
         echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
     broken = _build(build, cwd) if build else None
     outcomes: dict[str, tuple[str, str]] = {}
-    echo(isolation.notice())
+    if show_isolation:
+        echo(isolation.notice())
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
     sockets = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
     folder = Path(sockets.name)
