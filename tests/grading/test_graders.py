@@ -77,7 +77,7 @@ ONE_RESULT = r"Each call gets exactly one result, carrying that call's own id"
 NOT_SKIPPED = r"append an error result rather than skipping it"
 OWN_OUTPUT = r"not in call order|each result must carry its own call's output"
 UNMARKED = r"does not say so: mark it is_error=True or word it as an error"
-BOUND = r"with a hard bound of about 5 rounds"
+BOUND = r"with a hard bound of 5 rounds \(5 model requests\)"
 RUNAWAY = r"never stopped: the sandbox's budget of \d+ requests ended it\..*" + BOUND
 SHOULD_RAISE = r"When the bound is hit the loop should raise an exception"
 CALL_LIST = r"prefer the call list over the stop reason"
