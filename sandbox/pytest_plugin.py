@@ -141,8 +141,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         groups = FailureGroups({nodeid: ref.name for nodeid, ref in refs.items()})
         session.config.pluginmanager.register(groups, "sandbox-failure-groups")
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(harness.implementations.isolation.notice())
+        isolation = harness.implementations.isolation
+        default = session.config.getoption("sandbox_isolation") == "auto" and isolation.sandboxed
+        if reporter is not None and (session.config.option.verbose > 0 or not default):
+            reporter.write_line(isolation.notice())  # where learner code runs: said when it is not the default
         harness.watch()
         reporter = room.reporter_for(session.config, {nodeid: ref.name for nodeid, ref in refs.items()})
         if reporter is not None:

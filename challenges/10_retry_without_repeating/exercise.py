@@ -26,7 +26,8 @@ def complete(
     `skyl.ProviderError` whose `status` is in RETRYABLE, wait `err.retry_after` seconds (a short
     backoff of your own when it is None) and send the same request again, at most MAX_ATTEMPTS
     times in all, then raise an error that names the status, the attempts and what to check. Never
-    retry anything else. Append each turn and run its tools once, after its answer arrived whole.
+    retry anything else. Append each turn and run its tools once, after its answer arrived whole; a
+    tool that fails becomes an error result, as in challenge 07.
     """
     # TODO: write the loop, with the retries around the model request alone.
     raise NotImplementedError

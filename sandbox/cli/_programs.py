@@ -78,6 +78,9 @@ def add_commands(command: Command, where: argparse.ArgumentParser) -> None:
         "bubblewrap when usable",
     )
     grade_.add_argument("--grade-as", default=None, metavar="USER", help="grading as root: run the program as USER")
+    grade_.add_argument(
+        "-v", "--verbose", action="store_true", help="also say where the program runs when it is the default"
+    )
     room.add_join_options(grade_)
 
 
@@ -143,5 +146,6 @@ def _grade(args: argparse.Namespace) -> int:
             titles={info.name: program_title(info.name, info.title) for info in chosen},
             observe=observe,
             isolation=isolation,
+            show_isolation=args.verbose or args.isolation != "auto" or not isolation.sandboxed,
         ),
     )

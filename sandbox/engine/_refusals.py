@@ -20,6 +20,7 @@ __all__ = [
     "gemini_alt",
     "internal",
     "missing_tools",
+    "model_not_found",
     "printable",
     "store_unavailable",
     "too_large",
@@ -82,7 +83,7 @@ def unknown_scenario(wire: WireFormat, model: str, known: str) -> WireError:
     """The provider's model-not-found 404, and which scenarios the model field may name."""
     return wire.error(
         404,
-        f"{_model_not_found(wire.name, printable(model))}\n\nsandbox: the model name picks the scenario. "
+        f"{model_not_found(wire.name, printable(model))}\n\nsandbox: the model name picks the scenario. "
         f"Known scenarios: {known}. Run `sandbox scenarios` to read them.",
         rule=Rule.UNKNOWN_SCENARIO,
         param="model",
@@ -90,7 +91,8 @@ def unknown_scenario(wire: WireFormat, model: str, known: str) -> WireError:
     )
 
 
-def _model_not_found(provider: str, model: str) -> str:
+def model_not_found(provider: str, model: str) -> str:
+    """The provider's own words for a model it does not have (its 404)."""
     if provider == "anthropic":
         return f"model: {model}"
     if provider == "gemini":

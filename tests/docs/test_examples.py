@@ -25,7 +25,6 @@ from sandbox.grading.judge._language import detect_language
 from sandbox.grading.judge._lessons import END, REPORT, STREAM, Lesson, lesson_for
 from sandbox.grading.judge._retries import GIVE_UP, NO_REPEAT, RETRY
 from sandbox.grading.programs._program_cases import CASES
-from sandbox.grading.programs._program_lessons import PROVIDER_STOPS
 from sandbox.wire import PROVIDERS, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -334,7 +333,7 @@ JS_GIVE_UP = (
         ("retries_only_429", "new Set([0, 429, 503, 529])", "new Set([429])", "retries_a_503_streamed[", RETRY),
         ("unbounded_retries", "const MAX_ATTEMPTS = 3;", "const MAX_ATTEMPTS = 10;", "gives_up_with_an", GIVE_UP),
         ("ignores_hint", JS_WAIT, "", "retries_a_rate_limit_and_an_overload[", RETRY),
-        ("retries_400", " || !RETRYABLE.has(error.status)", "", "never_retries_a_400[", None),
+        ("retries_400", " || !RETRYABLE.has(error.status)", "", "never_retries_a_400[", RETRY),
         ("vague_give_up", JS_GIVE_UP, '"the model request failed",', "gives_up_with_an_error", GIVE_UP),
         ("turn_twice", JS_BACKOFF, TURN_TWICE, "retries_a_rate_limit_and_an_overload[", NO_REPEAT),
     ],
@@ -349,7 +348,7 @@ def test_a_javascript_retry_mistake_fails_with_its_rule_named(
     find: str,
     replace: str,
     failing: str,
-    lesson: Lesson | None,
+    lesson: Lesson,
 ) -> None:
     """Challenge 10's mistakes, each made in the reference loop, caught through `sandbox grade` with the
     rule named in the case that shows it."""
@@ -366,18 +365,18 @@ def _assert_caught_in_10(
     wire: str,
     command: list[str],
     failing: str,
-    lesson: Lesson | None,
+    lesson: Lesson,
     language: str,
 ) -> None:
     """Graded on challenge 10, the program fails every case whose name holds `failing`, and the first
-    of them names the rule (`lesson`, or that a refused request ends the program) in `language`."""
+    of them names the rule (`lesson`) in `language`."""
     report = tmp_path / "results.json"
     status, _ = grade(capsys, "10", "--wire", wire, "--report", str(report), "--", *command)
     assert status == 1
     tests = {test["name"]: test for test in json.loads(report.read_text())["tests"]}
     caught = [test for name, test in tests.items() if failing in name]
     assert caught and all(test["status"] == "failed" for test in caught), sorted(tests)
-    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS, language), caught[0]["output"]
+    assert names_rule(caught[0]["output"], lesson, language), caught[0]["output"]
 
 
 GO_LOOP = GO_MODULE / "loop" / "main.go"
@@ -396,8 +395,15 @@ GO_GIVE_UP = (
          "retries_a_503[", RETRY),
         ("unbounded_retries", "maxAttempts   = 3 ", "maxAttempts   = 10", "gives_up_with_an", GIVE_UP),
         ("ignores_hint", "time.Sleep(wait)", "_ = wait", "retries_a_rate_limit_and_an_overload[", RETRY),
-        ("retries_400", "|| !retryable(perr.Status) {", "{", "never_retries_a_400[", None),
+        ("retries_400", "|| !retryable(perr.Status) {", "{", "never_retries_a_400[", RETRY),
+        ("retries_all_but_400", "|| !retryable(perr.Status) {", "|| perr.Status == 400 {", "never_retries_a_401[",
+         RETRY),
+        ("fixed_sleep", "time.Sleep(wait)", "_ = wait\n\t\ttime.Sleep(100 * time.Millisecond)",
+         "retries_a_rate_limit_and_an_overload[", RETRY),
         ("vague_give_up", GO_GIVE_UP, 'errors.New("the model request failed")', "gives_up_with_an_error", GIVE_UP),
+        ("reraises_provider_error", GO_GIVE_UP, "err", "gives_up_with_an_error", GIVE_UP),
+        ("counts_messages", GO_GIVE_UP, 'fmt.Errorf("gave up on a request of %d messages: the provider kept answering '
+         '%d; check the provider\'s status page", len(req.Messages), perr.Status)', "gives_up_with_an_error", GIVE_UP),
     ],
     ids=lambda value: value if isinstance(value, str) and value.isidentifier() else "",
 )  # fmt: skip
@@ -411,7 +417,7 @@ def test_a_go_retry_mistake_fails_with_its_rule_named(
     find: str,
     replace: str,
     failing: str,
-    lesson: Lesson | None,
+    lesson: Lesson,
 ) -> None:
     """Challenge 10's mistakes made in the Go reference loop (the lesson's own language), each built in a
     module made by `sandbox init go` and caught through `sandbox grade` on Anthropic, whose 429 and

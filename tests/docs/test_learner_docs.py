@@ -12,6 +12,8 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
+import pytest
+
 import sandbox
 from sandbox import skyl
 
@@ -54,3 +56,20 @@ def test_06_says_what_skyl_reports_for_gemini() -> None:
         for sentence in re.split(r"(?<=[.:;])\s", " ".join(text.split())):
             if "Gemini" in sentence and "STOP" in sentence:
                 assert "StopReason.TOOL_USE" in sentence, sentence
+
+
+def test_the_readme_quotes_the_error_its_own_example_gets_with_assistant_text() -> None:
+    """The README's loop, with skyl.assistant_text(resp.text()) in place of resp.message: the error it
+    quotes is the one the sandbox gives, as Anthropic does."""
+    readme = (CHALLENGES.parent / "README.md").read_text(encoding="utf-8")
+    quoted = re.search(r"Anthropic refuses that before it looks at the results:\n\n```\n(.*?)\n```", readme)
+    assert quoted, "the README no longer quotes the error of its assistant_text example"
+    scenario = sandbox.get_scenario("parallel_calls")
+    client = skyl.Client("anthropic", transport=sandbox.transport())
+    req = skyl.Request("parallel_calls", [skyl.user_text(scenario.prompt)], tools=scenario.tools)
+    resp = client.complete(req)
+    req.messages.append(skyl.assistant_text(resp.text()))
+    req.messages.extend(skyl.tool_result_message(call.id, "sunny") for call in resp.tool_calls())
+    with pytest.raises(skyl.ProviderError) as raised:
+        client.complete(req)
+    assert str(raised.value) == quoted[1]

@@ -185,7 +185,7 @@ def names_rule(out: str, lesson: Lesson) -> bool:
         ("no_stream", "5", "without streaming, though SANDBOX_STREAM=1", STREAM),
         ("sequential", "8", "ran the calls of turn 1 one at a time", CONCURRENT),
         ("tool_error_exits", "7", "tool get_weather failed: weather service: no such city 'Pariss'", TOOL_FAILED),
-        ("swallows_provider_errors", "7", "refused request 2, and your program sent 3 more request(s)", PROVIDER_STOPS),
+        ("swallows_provider_errors", "7", "refused request 2 with a 400, and your program sent 3 more", PROVIDER_STOPS),
     ],
     ids=lambda value: value if isinstance(value, str) and " " not in value else "",
 )
@@ -205,8 +205,26 @@ def test_a_mistake_fails_with_its_rule_named(
     [
         ("no_retry", "openai", "retries_a_503[", "after a 503 (server error) on its first attempt", RETRY),
         ("retries_only_429", "anthropic", "retries_a_rate_limit_and_an_overload[", "after a 529 (overload)", RETRY),
-        ("retries_400", "openai", "never_retries_a_400[", "refused request 2, and your program sent 2 more", None),
-        ("ignores_hint", "anthropic", "retries_a_rate_limit_and_an_overload[", "again before the 30 ms", RETRY),
+        ("retries_400", "openai", "never_retries_a_400[", "refused request 2 with a 400, and your program sent", RETRY),
+        ("retries_all_but_400", "anthropic", "never_retries_a_401[", "refused request 2 with a 401, and your", RETRY),
+        ("ignores_hint", "anthropic", "retries_a_rate_limit_and_an_overload[", "again before the 40 ms", RETRY),
+        ("fixed_sleep", "openai", "retries_a_rate_limit_and_an_overload[", "again before the 300 ms", RETRY),
+        ("retries_cuts_forever", "anthropic", "keeps_breaking[", "sent one request 11 times", GIVE_UP),
+        (
+            "counts_messages",
+            "openai",
+            "gives_up_with_an_error_that_says_why[",
+            "as a count of them (3 attempts)",
+            GIVE_UP,
+        ),
+        ("reraises_provider_error", "openai", "says_why[", "- the number of attempts, as a count of them", GIVE_UP),
+        (
+            "tool_error_exits",
+            "anthropic",
+            "a_failing_tool_still_gets_a_result[",
+            "tool get_weather failed",
+            TOOL_FAILED,
+        ),
         ("unbounded_retries", "openai", "gives_up_with_an_error_that_says_why[", "sent one request 10 times", GIVE_UP),
         ("vague_give_up", "anthropic", "gives_up_with_an_error_that_says_why[", "- the number of attempts", GIVE_UP),
         ("turn_twice", "anthropic", "retries_a_rate_limit_and_an_overload[", "carried 2 more message(s)", NO_REPEAT),
@@ -222,7 +240,7 @@ def test_a_retry_mistake_fails_with_its_rule_named(
     wire: str,
     failing: str,
     says: str,
-    lesson: Lesson | None,
+    lesson: Lesson,
 ) -> None:
     """Challenge 10 through `sandbox grade`: the provider fails as scripted, and each mistake of the
     program's retries is caught in the case that shows it, with the rule named."""
@@ -233,7 +251,7 @@ def test_a_retry_mistake_fails_with_its_rule_named(
     caught = [test for name, test in tests.items() if failing in name]
     assert caught and all(test["status"] == "failed" for test in caught), sorted(tests)
     assert says in caught[0]["output"], caught[0]["output"]
-    assert names_rule(caught[0]["output"], lesson or PROVIDER_STOPS), caught[0]["output"]
+    assert names_rule(caught[0]["output"], lesson), caught[0]["output"]
     assert tests[f"10_retry_without_repeating: is_still_bounded[runaway-{wire}]"]["status"] == "passed"
 
 
@@ -435,3 +453,15 @@ def test_a_challenge_without_program_cases_says_which_have_them(
     err = capsys.readouterr().err
     assert "11_new_topic grades Python code only so far. A program is graded on:" in err
     assert "- 9: 09_keep_the_whole_turn" in err and "- 10: 10_retry_without_repeating" in err
+
+
+def test_the_isolation_line_is_shown_with_v_or_when_it_is_not_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox.grading.boundary._isolation import choose
+
+    default = choose("auto").sandboxed
+    _, quiet = grade(capsys, "1", "--wire", "anthropic", "--", *LOOP)
+    _, verbose = grade(capsys, "1", "--wire", "anthropic", "-v", "--", *LOOP)
+    _, process = grade(capsys, "1", "--wire", "anthropic", "--isolation", "process", "--", *LOOP)
+    assert ("sandbox: learner code runs" in quiet) is not default, quiet
+    assert "sandbox: learner code runs" in verbose, verbose
+    assert "sandbox: learner code runs in plain processes" in process, process

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.grading.judge._feedback import mistake_of
-from sandbox.grading.judge._grouping import same_mistake_lines
+from sandbox.grading.judge._grouping import group_failures, same_mistake_lines
 
 pytest_plugins = ["pytester"]
 
@@ -205,3 +205,27 @@ def test_check_8_with_an_unawaited_client_fits_on_a_screen(tmp_path: Path) -> No
     for noise in ("ExceptionGroup", "ERROR at", "RuntimeWarning", "never awaited", "During handling"):
         assert noise not in out, out
     assert "32 failed in" in out.splitlines()[-1], out
+
+
+def test_a_programs_failures_are_grouped_by_mistake_within_their_challenge() -> None:
+    """`sandbox grade` prints the first case of each mistake in full and names the others, as pytest does."""
+    retry = "Rule: Retry a 429, 529 or 503 after the provider's hint."
+    failures = [
+        ("10_retry", "10_retry::retries[multi_step-openai]", f"sent request 5 again before the 300 ms\n\n{retry}"),
+        ("10_retry", "10_retry::retries[multi_step-anthropic]", f"sent request 4 again before the 300 ms\n\n{retry}"),
+        ("10_retry", "10_retry::gives_up[multi_step-openai]", "sent one request 11 times\n\nRule: Give up."),
+        ("07_failing", "07_failing::refused[multi_step-openai]", f"sent request 5 again before the 300 ms\n\n{retry}"),
+    ]
+    grouped = group_failures(failures)
+    assert [(first, others) for first, _, others in grouped] == [
+        ("10_retry::retries[multi_step-openai]", ["10_retry::retries[multi_step-anthropic]"]),
+        ("10_retry::gives_up[multi_step-openai]", []),
+        ("07_failing::refused[multi_step-openai]", []),
+    ]
+
+
+def test_the_same_mistake_lines_keep_within_the_width() -> None:
+    nodeids = [f"10_retry::case_{n}[scenario_with_a_long_name_{n}-openai-responses]" for n in range(12)]
+    lines = same_mistake_lines(nodeids, width=60)
+    assert lines[0].startswith("The same mistake in 12 more tests")
+    assert all(len(line) <= 60 for line in lines), lines

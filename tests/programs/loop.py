@@ -27,7 +27,8 @@ WIRE = os.environ["SANDBOX_WIRE"]
 MISTAKE = sys.argv[sys.argv.index("--mistake") + 1] if "--mistake" in sys.argv else ""
 """unbounded, assistant_text, no_sequence, no_stream, sequential, tool_error_exits, caps_calls_at_three,
 swallows_provider_errors, sequential_once (with --marker PATH); challenge 10's: no_retry, retries_only_429,
-retries_400, ignores_hint, unbounded_retries, vague_give_up, turn_twice, reruns_tools, keeps_half_turn."""
+retries_400, ignores_hint, unbounded_retries, vague_give_up, turn_twice, reruns_tools, keeps_half_turn,
+retries_all_but_400, fixed_sleep, retries_cuts_forever, counts_messages, reraises_provider_error."""
 STREAM = os.environ["SANDBOX_STREAM"] == "1" and MISTAKE != "no_stream"
 
 
@@ -72,24 +73,40 @@ def ask(url: str, body: Any) -> tuple[int, bytes]:
     single = MISTAKE in ("no_retry", "turn_twice", "reruns_tools")  # the last two retry the whole round instead
     attempts = 10 if MISTAKE == "unbounded_retries" else 1 if single else MAX_ATTEMPTS
     retryable = {429} if MISTAKE == "retries_only_429" else RETRYABLE
-    for attempt in range(1, attempts + 1):
+    attempt = 0
+    while attempt < attempts:
+        attempt += 1
         try:
             return post(url, body)
         except Broken as error:
             if MISTAKE == "keeps_half_turn" and error.partial:
                 return 200, error.partial  # the mistake: what arrived, taken as the whole turn
-            if error.status not in retryable and MISTAKE != "retries_400":
+            if MISTAKE == "retries_cuts_forever" and error.status == 0:
+                attempt -= 1  # the mistake: a broken connection is always worth one more try
+                continue
+            retried = MISTAKE == "retries_400" or (MISTAKE == "retries_all_but_400" and error.status != 400)
+            if error.status not in retryable and not retried:
                 raise
             if attempt == attempts:
                 if MISTAKE in ("turn_twice", "reruns_tools"):
                     raise  # they retry the whole round (`next_turn`)
                 if MISTAKE == "vague_give_up":
                     raise SystemExit("the model request failed") from None
+                if MISTAKE == "counts_messages":
+                    messages = len(body.get("messages") or body.get("input") or body.get("contents") or [])
+                    raise SystemExit(
+                        f"gave up on a request of {messages} messages: the provider kept answering "
+                        f"{error.status}; check the provider's status page"
+                    ) from None
+                if MISTAKE == "reraises_provider_error":
+                    raise SystemExit(str(error)) from None
                 raise SystemExit(
                     f"gave up after {attempt} attempts: the provider kept answering {error.status}: {error}; "
                     "check the provider's status page and your rate limits"
                 ) from None
-            if MISTAKE != "ignores_hint":
+            if MISTAKE == "fixed_sleep":
+                time.sleep(0.1)
+            elif MISTAKE != "ignores_hint":
                 time.sleep(error.hint if error.hint is not None else 0.05 * 2 ** (attempt - 1))
     raise AssertionError("unreachable")
 

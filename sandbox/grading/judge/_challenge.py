@@ -154,6 +154,7 @@ class Challenge:
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
         refuse: int | None = None,
+        refuse_status: int = 400,
         faults: Sequence[Fault] = (),
     ) -> Dialogue:
         """A fresh conversation with `scenario` (a catalogue name, or a generated `Scenario`) on
@@ -166,6 +167,7 @@ class Challenge:
             failing=failing,
             unknown_tools=unknown_tools,
             refuse=refuse,
+            refuse_status=refuse_status,
             faults=faults,
         )
         self._dialogues.append(dialogue)

@@ -65,6 +65,7 @@ class Dialogue(Retries, Expectations):
         failing: Mapping[str, str] | None = None,
         unknown_tools: Collection[str] = (),
         refuse: int | None = None,
+        refuse_status: int = 400,
         faults: Sequence[Fault] = (),
     ) -> None:
         self.owner = owner
@@ -79,9 +80,12 @@ class Dialogue(Retries, Expectations):
         self.runs: list[str] = []
         """The calls `run` ran, in order (`call_key`), when the grader answers them (`faults=`, async)."""
         self.refusing: RefusingTransport | None = None
-        """With `refuse=N`, the provider refuses request N and every later one as too long (`_refusal`)."""
+        """With `refuse=N`, the provider refuses request N and every later one with `refuse_status`
+        (400: as too long; `_refusal`)."""
         if refuse is not None:
-            self.transport = self.refusing = RefusingTransport(self.transport, provider, refuse)
+            self.transport = self.refusing = RefusingTransport(
+                self.transport, provider, refuse, status=refuse_status, model=self.scenario.name
+            )
         self.journal = self.transport.journal
         self.sent = Sent()
         self.client: RecordingClient | RecordingAsyncClient

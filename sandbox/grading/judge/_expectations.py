@@ -36,7 +36,7 @@ from ._lessons import (
 from ._owner import Owner
 from ._probe import ConcurrencyProbe
 from ._rebuilt import differences_from
-from ._refusal import RefusingTransport, refusal_text
+from ._refusal import RefusingTransport, refusal_text, refused_means
 from ._transcript import describe_call, quote
 from ._verdicts import Verdicts, short
 
@@ -169,9 +169,10 @@ class Expectations(Verdicts):
         self.check_order(last)
         return outcome.error
 
-    def expect_provider_error_raised(self, outcome: Outcome) -> BaseException:
-        """Challenge 07: the provider refused a request (`refuse=N`); the loop let its error through,
-        rather than swallowing it and resending, or returning an earlier response."""
+    def expect_provider_error_raised(self, outcome: Outcome, *, lesson: Lesson = PROVIDER_FAILED) -> BaseException:
+        """Challenges 07 and 10: the provider refused a request (`refuse=N`); the loop let its error
+        through, rather than swallowing it and resending, or returning an earlier response. `lesson`:
+        the rule of the challenge being graded."""
         __tracebackhide__ = True
         assert self.refusing is not None, "expect_provider_error_raised() needs a dialogue opened with refuse=N"
         self.check_progress()
@@ -182,7 +183,8 @@ class Expectations(Verdicts):
                 self.raised(outcome.error, f"reaching request {at}")
             made = len(self.journal)
             self.fail(f"{self.function}() on {self.where} made {made} request(s), then stopped; it should reach {at}.")
-        refusal = f"{self.provider} 400: {refusal_text(self.provider)}"
+        status, model = self.refusing.status, self.refusing.model
+        refusal = f"{self.provider} {status}: {refusal_text(self.provider, status, model)}"
         more = self.refusing.refused - 1 + len(self.journal) - (at - 1)
         if outcome.error is None or more > 0:
             went_on = f"sent {more} more request(s), then " if more > 0 else ""
@@ -192,11 +194,10 @@ class Expectations(Verdicts):
                 else (f"returned {short(outcome.value)}")
             )
             Feedback(
-                f"{self.function}() on {self.where}: the provider refused request {at}, and {self.function}() "
-                f"{went_on}{ended}. A provider's error is not a tool's: it means the request itself was refused, "
-                "so it must reach the caller, not be caught like a failing tool.",
+                f"{self.function}() on {self.where}: the provider refused request {at} with a {status}, and "
+                f"{self.function}() {went_on}{ended}. {refused_means(lesson, status, 'reach the caller')}",
                 provider=refusal,
-                lesson=PROVIDER_FAILED,
+                lesson=lesson,
             ).fail()
         return outcome.error
 

@@ -23,7 +23,8 @@ feedback: GitHub Classroom and Gradescope would show every transcript twice.
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Generator
+import textwrap
+from collections.abc import Collection, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ import pytest
 from ...wire import PROVIDERS
 from ._feedback import mistake_of
 
-__all__ = ["FailureGroups", "same_mistake_lines"]
+__all__ = ["FailureGroups", "group_failures", "same_mistake_lines"]
 
 
 @dataclass
@@ -129,9 +130,24 @@ def _as_shown(report: pytest.TestReport, others: Collection[str]) -> pytest.Test
     return shown
 
 
-def same_mistake_lines(nodeids: Collection[str]) -> list[str]:
+def group_failures(failures: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, list[str]]]:
+    """`(challenge, nodeid, text)` failures, in run order, as `(nodeid, text, other nodeids)`: the first
+    failure of each mistake (`mistake_of` its headline and its `Rule:` line, within its challenge) with
+    the node ids of the others, as the pytest run groups them."""
+    groups: dict[tuple[str, str], tuple[str, str, list[str]]] = {}
+    for challenge, nodeid, text in failures:
+        rule = next((line for line in text.splitlines() if line.startswith("Rule: ")), "")
+        key = (challenge, mistake_of(text.strip(), rule))
+        if key in groups:
+            groups[key][2].append(nodeid)
+        else:
+            groups[key] = (nodeid, text, [])
+    return list(groups.values())
+
+
+def same_mistake_lines(nodeids: Collection[str], width: int | None = None) -> list[str]:
     """`The same mistake in N more tests`, then one line per test function: its other scenarios and
-    the wire formats they failed on."""
+    the wire formats they failed on; with `width`, each wrapped to it."""
     cases: dict[str, tuple[list[str], list[str]]] = {}
     for nodeid in nodeids:
         name = nodeid.rsplit("::", 1)[-1]
@@ -150,7 +166,9 @@ def same_mistake_lines(nodeids: Collection[str]) -> list[str]:
         ordered = [provider for provider in PROVIDERS if provider in providers]
         on = f" on {', '.join(ordered)}" if ordered else ""
         lines.append(f"  {function}{where}{on}")
-    return lines
+    if width is None:
+        return lines
+    return [wrapped for line in lines for wrapped in textwrap.wrap(line, width, subsequent_indent="      ")]
 
 
 def _split_provider(params: str) -> tuple[str, str]:

@@ -42,7 +42,9 @@ class Lesson:
 
 _TURN_FIRST = "Append resp.message before any tool result: every provider requires it."
 _ONE_PER_CALL = "Append the assistant turn once, then one tool message per call, in call order."
-_BOUND = "Loop until resp.tool_calls() is empty, with a hard bound of about 5 rounds: raise once it is hit."
+_BOUND = (
+    "Loop until resp.tool_calls() is empty, with a hard bound of 5 rounds (5 model requests): raise once it is hit."
+)
 
 _ONCE = Lesson(
     "Append resp.message itself, once per turn; never a reconstruction.",

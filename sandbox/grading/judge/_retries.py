@@ -11,6 +11,7 @@ through (`expect_answer`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -29,6 +30,7 @@ __all__ = [
     "RETRY",
     "Retries",
     "broken",
+    "status_seen",
     "delivered",
     "describe_fault",
     "unsaid",
@@ -38,10 +40,12 @@ MAX_ATTEMPTS = 3
 """Attempts of one request: the first and two retries, as the official SDKs' `max_retries=2`."""
 
 RETRY = Lesson(
-    "Retry a 429, 529 or 503 (and a connection that broke) after the provider's hint, a few times; never a 400.",
+    "Retry a 429, 529 or 503 (and a connection that broke) after the provider's hint, a few times; never "
+    "any other error (a 400, 401, 403, 404).",
     "The provider said to try again later: wait err.retry_after seconds (your own short backoff when it is "
-    "None), then send the same request again. A 400 means the request itself is wrong; sending it again "
-    "gets the same 400.",
+    "None), then send the same request again. Any other status means the request itself is wrong (a 400), "
+    "or the key or the model is (401, 403, 404): sending it again gets the same error. Retry the statuses "
+    "you know are worth it, never everything but a 400.",
 )
 NO_REPEAT = Lesson(
     "A retry sends the same conversation again: nothing appended twice, nothing kept of a broken answer, "
@@ -54,6 +58,14 @@ GIVE_UP = Lesson(
     "When the last attempt fails, raise: say which status the provider kept sending, how many attempts you "
     "made, and what to check (the provider's status page, your rate limits), so the caller can act.",
 )
+_COUNTED = r"(?:attempts?|tries|times|requests)\b"
+_COUNTING = r"\b(?:attempts?|attempted|tries|tried)\b"
+
+
+def _number(value: int) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\d.]){value}(?![\d]|\.\d)")
+
+
 _ADVICE = re.compile(r"\b(check|status page|try again later|retry later|rate limit|quota|overload)", re.IGNORECASE)
 
 
@@ -108,6 +120,25 @@ class RetryChecks:
             )
         self._check_runs()
 
+    def check_rounds(self, gave_up: bool, bound: int) -> None:
+        """A loop that gave up at its bound while the model was still working, having spent rounds on
+        retries: told that a retry is the same round again, not to raise its bound."""
+        __tracebackhide__ = True
+        exchanges = list(self.journal)
+        got = list(_through(self.journal))
+        if not gave_up or len(exchanges) < bound or len(got) >= bound or not got:
+            return
+        last = got[-1].turn
+        if last is None or not last.message.tool_calls():
+            return
+        self.fail(
+            f"{self.actor} on {self.where} gave up after {len(exchanges)} requests, {len(exchanges) - len(got)} of "
+            f"them retries, while the model was still working: it counted each retry as one of its {bound} "
+            "rounds. A retry is the same round sent again: retry around the model request alone, so the "
+            "rounds count the model's answers.",
+            lesson=self.no_repeat_lesson,
+        )
+
     def _check_resent(self, number: int, failed: Exchange, after: Exchange) -> None:
         __tracebackhide__ = True
         if after.request_body != failed.request_body:
@@ -142,8 +173,9 @@ class RetryChecks:
             if ran > asked[key]:
                 self.fail(
                     f"{self.actor} on {self.where} ran {key} {ran} times, but the model asked for it "
-                    f"{asked[key]} time(s): its result was already in the history. A retry must not run the "
-                    "tools again (a payment tool would pay twice).",
+                    f"{asked[key]} time(s). Run a turn's tools once, after its answer arrived whole: a retry, of "
+                    "a refused request or of a stream that broke after a call's arguments ended, must not run "
+                    "them again (a payment tool would pay twice).",
                     lesson=self.no_repeat_lesson,
                 )
 
@@ -157,6 +189,8 @@ class Retries(RetryChecks):
     if TYPE_CHECKING:  # the dialogue's own, from `Expectations`
 
         def expect_answer(self, outcome: Outcome, *, bound: int | None = None) -> Any: ...
+
+        def expect_provider_error_raised(self, outcome: Outcome, *, lesson: Lesson = ...) -> BaseException: ...
 
     def tool_runs(self) -> list[str]:
         return self.runs
@@ -183,12 +217,19 @@ class Retries(RetryChecks):
                 exchange=exchanges[-1],
                 lesson=NO_REPEAT,
             )
+        self.check_rounds(outcome.error is not None, bound)
         full = self.journal
         self.journal = delivered(full)  # the ordinary verdicts judge what got through
         try:
             return self.expect_answer(outcome, bound=bound)
         finally:
             self.journal = full
+
+    def expect_refusal_not_retried(self, outcome: Outcome) -> BaseException:
+        """The provider refused a request with a status no retry fixes (`refuse=N`): sent once, its
+        error let through, judged by this challenge's rule."""
+        __tracebackhide__ = True
+        return self.expect_provider_error_raised(outcome, lesson=RETRY)
 
     def expect_retries_exhausted(self, outcome: Outcome) -> BaseException:
         """The provider kept failing one request: the loop retried, then raised an error that names the
@@ -213,7 +254,7 @@ class Retries(RetryChecks):
                 lesson=GIVE_UP,
             )
         said = str(outcome.error)
-        missing = unsaid(said, last.status, attempts)
+        missing = unsaid(said, status_seen(last), attempts)
         if missing:
             self.fail(
                 f"{self.function}() gave up on {self.where}, but its error does not say enough to act on. It "
@@ -231,15 +272,25 @@ def _call(call: Any) -> Any:
 
 
 def unsaid(said: str, status: int, attempts: int) -> list[str]:
-    """What an error that gives up leaves out, of the status, the attempts and what to check."""
+    """What an error that gives up leaves out, of the status, the attempts and what to check. Each is
+    read as a number in its context: the attempts beside a word that counts them ("3 attempts", "tried
+    3 times", "attempt 3 of 3"), so "3 messages", or the 3 of a 503, is not a count of attempts."""
     missing = []
-    if str(status) not in said and not (status == 0 and "connection" in said.lower()):
+    if not _number(status).search(said) and not (status == 0 and "connection" in said.lower()):
         missing.append(f"- the status the provider sent ({status})")
-    if str(attempts) not in said:
-        missing.append(f"- the number of attempts ({attempts})")
+    count = _number(attempts).pattern
+    if not re.search(rf"{count}\s*(?:/\s*\d+\s*|of\s+\d+\s+)?{_COUNTED}|{_COUNTING}\W{{0,3}}{count}", said, re.I):
+        missing.append(f"- the number of attempts, as a count of them ({attempts} attempts)")
     if not _ADVICE.search(said):
         missing.append("- what to check (the provider's status page, your rate limits or quota)")
     return missing
+
+
+def status_seen(exchange: Exchange) -> int:
+    """The status a loop saw for a faulted exchange: a broken answer's is 0 (the 200 it began with
+    never became an answer)."""
+    fault = exchange.fault
+    return 0 if fault is not None and fault.kind in ("cut", "truncated") else exchange.status
 
 
 def broken(exchange: Exchange) -> bool:
@@ -270,7 +321,38 @@ def _difference(failed: Exchange, after: Exchange, sent: Any) -> str:
             f"carried {len(now) - len(before)} more message(s) ({added}): something of the failed answer, or "
             "a turn appended a second time, went into the history"
         )
+    fields = _changed_fields(failed.request_body, after.request_body)
+    if fields and len(now) == len(before):
+        return f"changed {', '.join(fields)}"
     return f"carried a different conversation ({len(now)} messages; the failed request held {len(before)})"
+
+
+_HISTORY_FIELDS = ("messages", "input", "contents")
+"""Where each wire format keeps the conversation: compared as messages, not as fields."""
+
+
+def _changed_fields(failed: bytes, after: bytes) -> list[str]:
+    """The request fields besides the conversation whose values differ (`max_tokens: 1024 -> 512`), read
+    from both bodies as JSON; [] when either is not a JSON object."""
+    try:
+        old, new = json.loads(failed), json.loads(after)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return []
+    names = sorted((set(old) | set(new)) - set(_HISTORY_FIELDS))
+    missing = "(not sent)"
+    return [
+        f"{name}: {_shown(old.get(name, missing))} -> {_shown(new.get(name, missing))}"
+        for name in names
+        if old.get(name, missing) != new.get(name, missing)
+    ]
+
+
+def _shown(value: Any) -> str:
+    """A request field's value, short: `1024`, `true`, `{...}`."""
+    text = value if value == "(not sent)" else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _messages(exchange: Exchange, sent: Any) -> Sequence[Any]:

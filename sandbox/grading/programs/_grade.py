@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import shlex
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from ..boundary._endpoint import Endpoint
 from ..boundary._isolation import Isolation
 from ..boundary._program import ProgramRun, Relay, program_refusal, run_program
 from ..boundary._text import escaped
+from ..judge._grouping import group_failures, same_mistake_lines
 from ..judge._language import speaking
 from ..judge._report import ResultsFile
 from ..judge._summary import FAILED, PASSED, Tally, challenge_lines
@@ -139,11 +141,14 @@ def grade(
     language: str = "other",
     observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
     isolation: Isolation | None = None,
+    show_isolation: bool = True,
 ) -> int:
     """Run every planned case; print the failures and the summary; return the exit status. `build`
     is a shell line, run once in `cwd` first; `language` picks the names the feedback uses.
 
-    `observe` sees every verdict once all are final (the workshop room's hook: it posts them)."""
+    `observe` sees every verdict once all are final (the workshop room's hook: it posts them).
+    `show_isolation`: start with the line that says where the program runs (the CLI shows it with -v,
+    or when it is not the default, bubblewrap)."""
     isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
@@ -159,7 +164,8 @@ def grade(
         echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
     broken = (_build(build, cwd) if build else None) or program_refusal(command, cwd) or None
     outcomes: dict[str, tuple[str, str]] = {}
-    echo(isolation.notice())
+    if show_isolation:
+        echo(isolation.notice())
     echo(f"Grading `{shown}`: {len(planned)} case(s).")
     sockets = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
     folder = Path(sockets.name)
@@ -281,6 +287,7 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         unknown_tools=case.unknown_tools,
         concurrency_wait=limits.overlap_wait(item.challenge) if case.concurrent else None,
         refuse=case.refuse,
+        refuse_status=case.refuse_status,
         reasoning=case.reasoning,
         faults=case.faults,
     )
@@ -302,6 +309,8 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         talk.expect_answer(run, bound=5)
     elif case.expect == "refused":
         talk.expect_provider_error_reported(run)
+    elif case.expect == "refused_once":
+        talk.expect_provider_error_reported(run, lesson=talk.retry_lesson)
     elif case.expect == "retried":
         talk.expect_retried_answer(run, bound=5)
     elif case.expect == "exhausted":
@@ -352,17 +361,12 @@ def _unspoken(session: Session, planned: Sequence[Planned]) -> str:
 
 
 def _print_failures(planned: Sequence[Planned], outcomes: Mapping[str, tuple[str, str]], out: TextIO) -> None:
-    """The first failure of each challenge in full; the others by name and headline (the report
-    holds them all in full)."""
-    seen: set[str] = set()
-    for item in planned:
-        outcome, output = outcomes[item.nodeid]
-        if outcome == PASSED:
-            continue
-        name = f"{item.challenge}: {item.nodeid.split('::', 1)[1]}"
-        if item.challenge in seen:
-            headline = output.splitlines()[0] if output else ""
-            out.write(f"  also failed: {name}: {headline if len(headline) <= 120 else headline[:117] + '...'}\n")
-            continue
-        seen.add(item.challenge)
+    """The first failure of each mistake in full, then the other cases of that mistake, as the pytest
+    run groups them (the report holds them all in full), within the terminal's width."""
+    width = min(shutil.get_terminal_size().columns, 100)
+    failed = [(item.challenge, item.nodeid, outcomes[item.nodeid][1]) for item in planned]
+    for nodeid, output, others in group_failures(failure for failure in failed if outcomes[failure[1]][0] != PASSED):
+        name = nodeid.replace("::", ": ", 1)
         out.write(f"\n{'=' * 8} FAILED {name} {'=' * max(0, 80 - len(name))}\n{output}\n")
+        if others:
+            out.write("\n" + "\n".join(same_mistake_lines(others, width)) + "\n")

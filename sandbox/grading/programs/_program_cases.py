@@ -18,10 +18,13 @@ A program is the whole loop, run once per case, so the challenges map onto it li
     09_keep_the_whole_turn SANDBOX_REASONING=1, a reasoning model: each turn goes back whole (its
                            reasoning items, thinking blocks or thought signatures), streamed or not
     10_retry_without_repeating  the provider fails as scripted (429, 529/503, a cut answer, a 400):
-                           each retryable fault retried after its hint, at most 3 attempts, the same
-                           request again (nothing appended twice, no tool run twice, nothing kept of a
-                           cut answer); a 400 never resent; giving up is a non-zero exit whose stderr
-                           names the status, the attempts and what to check
+                           each retryable fault retried after its hint (40 ms to 500 ms, each different),
+                           at most 3 attempts, the same request again (nothing appended twice, no tool
+                           run twice, even when a stream breaks after a call's arguments ended, nothing
+                           kept of a cut answer); a failing tool an error result, as in 07; a 400, 401,
+                           403 or 404 never resent; giving up (on an overload, or a connection that
+                           keeps breaking) is a non-zero exit whose stderr names the status, the
+                           attempts ("3 attempts") and what to check
 
 Each case runs on every wire format the grader is asked for. Beside the catalogue's scenarios, most
 challenges grade generated ones, as their Python tests do (`_generated`: reproducible, `EXAMPLES` per
@@ -36,10 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...engine.faults import Fault
+from ..judge._refusal import REFUSALS
 
 __all__ = ["CASES", "Case", "program_title"]
 
-Expect = Literal["answer", "gave_up", "report", "refused", "retried", "exhausted"]
+Expect = Literal["answer", "gave_up", "report", "refused", "refused_once", "retried", "exhausted"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ class Case:
     expect: Expect
     """`answer`: prints the final answer, exits 0. `gave_up`: exits non-zero at the bound. `report`:
     gave up, and the report on stderr says what to look at. `refused`: stopped, non-zero, at the
-    provider's refusal. `retried`: got through the case's `faults` to the answer. `exhausted`: the
+    provider's refusal (`refused_once`: the same, judged by challenge 10's rule).
+    `retried`: got through the case's `faults` to the answer. `exhausted`: the
     provider kept failing; retried, then gave up with a non-zero exit that says why."""
     stream: bool = False
     failing: Mapping[str, str] = field(default_factory=dict)
@@ -65,7 +70,9 @@ class Case:
     """Grade scenarios drawn by this strategy of `_generated` (with `options`) instead of `scenario`."""
     options: Mapping[str, Any] = field(default_factory=dict)
     refuse: int | None = None
-    """The provider refuses this request and every later one (`expect` is then `refused`)."""
+    """The provider refuses this request and every later one (`expect` is then `refused` or `refused_once`)."""
+    refuse_status: int = 400
+    """The status it refuses with: 400 (too long), or 401, 403, 404 (`judge._refusal.REFUSALS`)."""
     reasoning: bool = False
     """SANDBOX_REASONING=1: the program asks the model to show its reasoning (challenge 09)."""
     faults: tuple[Fault, ...] = ()
@@ -75,15 +82,21 @@ class Case:
 _ANY_TASK = {"rounds": (0, 3), "calls": (0, 8)}
 _REASONING_TASK = {"rounds": (1, 3), "calls": (0, 5), "reasoning": True}
 """As the Python tests of 09 draw them: every turn reasoned (`Scenario.with_reasoning`)."""
-_HINT = 0.03
-"""The retry hint of challenge 10's faults, as its Python tests send it: a retry sent sooner is refused again."""
 _RATE_LIMIT_THEN_OVERLOAD = (
-    Fault("rate_limit", request=2, retry_after=_HINT),
-    Fault("overloaded", request=3, retry_after=_HINT),
-    Fault("rate_limit", request=4, retry_after=_HINT),
+    Fault("rate_limit", request=2, retry_after=0.04),
+    Fault("overloaded", request=3, retry_after=0.3),
+    Fault("rate_limit", request=4, retry_after=0.1),
 )
-"""Three hints to wait: a program that does not wait is refused again if any of its retries comes early."""
-_503 = (Fault("server_error", request=1, status=503),)
+"""Three hints to wait, each different, as challenge 10's Python tests send them: a program that does not
+wait, or waits a fixed time shorter than 300 ms, is refused again when a retry comes early."""
+_503 = (Fault("server_error", request=1, status=503, retry_after=0.5),)
+_CUT_FOREVER = (Fault("cut", request=2, times=10, after=1),)
+_CALL_COMPLETE = {"openai": 16, "openai-responses": 19, "anthropic": 19}
+"""Frames of request 2's stream after which its call is complete but the turn is not (Gemini streams a
+call turn as one frame, so it has no such moment)."""
+_CUT_AFTER_THE_CALL = tuple(
+    Fault("cut", request=2, after=after, provider=provider) for provider, after in _CALL_COMPLETE.items()
+)
 
 
 def _cuts(stream: bool) -> tuple[Fault, ...]:
@@ -203,13 +216,32 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("retries_a_503_streamed", "single_call", "retried", stream=True, faults=_503),
         Case("discards_an_answer_cut_before_its_end", "multi_step", "retried", faults=_cuts(False)),
         Case("discards_a_stream_cut_before_its_end", "multi_step", "retried", stream=True, faults=_cuts(True)),
-        Case("never_retries_a_400", "multi_step", "refused", refuse=2),
+        Case(
+            "never_runs_a_tool_twice_when_a_stream_breaks_after_its_call",
+            "multi_step",
+            "retried",
+            stream=True,
+            faults=_CUT_AFTER_THE_CALL,
+        ),
+        Case(
+            "a_failing_tool_still_gets_a_result",
+            "tool_error_recovery",
+            "retried",
+            failing=_PARISS,
+            faults=(Fault("rate_limit", request=2, retry_after=0.05),),
+        ),
+        Case("never_retries_a_400", "multi_step", "refused_once", refuse=2),
+        *(
+            Case(f"never_retries_a_{status}", "multi_step", "refused_once", refuse=2, refuse_status=status)
+            for status in REFUSALS
+        ),
         Case(
             "gives_up_with_an_error_that_says_why",
             "multi_step",
             "exhausted",
             faults=(Fault("overloaded", request=2, times=10, retry_after=0.01),),
         ),
+        Case("gives_up_on_a_connection_that_keeps_breaking", "multi_step", "exhausted", faults=_CUT_FOREVER),
         Case("is_still_bounded", "runaway", "gave_up"),
     ),
 }

@@ -29,7 +29,7 @@ from ..judge._dialogue import BUDGET
 from ..judge._feedback import Feedback
 from ..judge._lessons import BOUND, END, REPORT, STREAM, Lesson
 from ..judge._probe import ConcurrencyProbe
-from ..judge._refusal import refusal, refusal_text
+from ..judge._refusal import refusal, refusal_text, refused_means
 from ..judge._transcript import describe_call, quote
 from ..judge._verdicts import Verdicts
 from ._contract import environment
@@ -60,6 +60,7 @@ class ProgramDialogue(ProgramRetries, Verdicts):
         unknown_tools: Collection[str] = (),
         concurrency_wait: float | None = None,
         refuse: int | None = None,
+        refuse_status: int = 400,
         reasoning: bool = False,
         faults: Sequence[Fault] = (),
     ) -> None:
@@ -78,8 +79,9 @@ class ProgramDialogue(ProgramRetries, Verdicts):
         self.probe = ConcurrencyProbe(self.journal, _no_output, wait=concurrency_wait) if concurrency_wait else None
         """With a `concurrency_wait`, each tool run waits that long for its turn's other calls (challenge 08)."""
         self.refuse = refuse
-        """With `refuse=N`, the provider refuses request N and every later one as too long (`_refusal`);
-        refusals are not journaled: the journal holds what the provider accepted."""
+        """With `refuse=N`, the provider refuses request N and every later one with `refuse_status` (400:
+        as too long; `_refusal`); refusals are not journaled: the journal holds what the provider accepted."""
+        self.refuse_status = refuse_status
         self.requests = 0
         self.refused = 0
         self.sent = Sent()
@@ -124,7 +126,7 @@ class ProgramDialogue(ProgramRetries, Verdicts):
         self.requests += 1
         if self.refuse is not None and self.requests >= self.refuse:
             self.refused += 1
-            error = refusal(self.provider)
+            error = refusal(self.provider, self.refuse_status, self.scenario.name)
             return error.status, {"content-type": "application/json", **error.headers}, error.body
         exchange = self.engine.handle(method, path, body, query=query)
         self.journal.append(exchange)
@@ -240,9 +242,10 @@ class ProgramDialogue(ProgramRetries, Verdicts):
         self.check_order(last)
         return run.stderr
 
-    def expect_provider_error_reported(self, run: ProgramRun) -> None:
-        """Challenge 07: the provider refused a request (`refuse=N`); the program stopped there with a
-        non-zero exit, rather than resending it or printing an earlier turn as the answer."""
+    def expect_provider_error_reported(self, run: ProgramRun, *, lesson: Lesson = PROVIDER_STOPS) -> None:
+        """Challenges 07 and 10: the provider refused a request (`refuse=N`); the program stopped there with
+        a non-zero exit, rather than resending it or printing an earlier turn as the answer. `lesson`: the
+        rule of the challenge being graded."""
         assert self.refuse is not None, "expect_provider_error_reported() needs a case with refuse=N"
         self._check_ran(run)
         self.check_progress()
@@ -259,12 +262,13 @@ class ProgramDialogue(ProgramRetries, Verdicts):
         if run.returncode == 0 or more > 0:
             went_on = f"sent {more} more request(s), then " if more > 0 else ""
             ended = f"ended with {run.exit_description}" if run.returncode else f"printed {quote(run.stdout.strip())}"
+            status = self.refuse_status
             Feedback(
-                f"{self.actor} on {self.where}: the provider refused request {at}, and {self.actor} {went_on}"
-                f"{ended}. A provider's error is not a tool's: it means the request itself was refused, so the "
-                "program must stop and report it (a non-zero exit, the error on stderr), not carry on.",
-                provider=f"{self.provider} 400: {refusal_text(self.provider)}",
-                lesson=PROVIDER_STOPS,
+                f"{self.actor} on {self.where}: the provider refused request {at} with a {status}, and {self.actor} "
+                f"{went_on}{ended}. "
+                + refused_means(lesson, status, "end the program (a non-zero exit, the error on stderr)"),
+                provider=f"{self.provider} {status}: {refusal_text(self.provider, status, self.scenario.name)}",
+                lesson=lesson,
             ).fail()
 
     def expect_runaway_report(self, report: str) -> None:

@@ -46,8 +46,8 @@ RETRY_AFTER_THE_HINT = Lesson(
     "The provider said to try again later: wait its hint (the retry-after-ms header, or retry-after in "
     'seconds; on Gemini the 429 body\'s google.rpc.RetryInfo "retryDelay": "0.03s"; a short backoff of '
     "your own when there is none), then send the same request again. Retry a 429, 503 or 529 and a "
-    "connection that broke before the answer was whole; never a 400, which means the request itself is "
-    "wrong: exit non-zero with it on stderr.",
+    "connection that broke before the answer was whole; never any other status (a 400: the request itself "
+    "is wrong; a 401, 403 or 404: the key or the model is): exit non-zero with it on stderr.",
 )
 RETRY_THE_SAME_REQUEST = Lesson(
     NO_REPEAT.rule,

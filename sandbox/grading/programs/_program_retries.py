@@ -1,5 +1,5 @@
 """Challenge 10's verdicts for a program in any language: it retried what the provider asked it to
-retry, after the hint and a few times at most, never a 400, without repeating itself.
+retry, after the hint and a few times at most, never any other status, without repeating itself.
 
 The checks on the wire are the Python grader's (`judge._retries.Retries`: what followed each fault,
 how often one request was sent, which tools ran twice), read from the case's journal and its tool
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..boundary._program import ProgramRun
-from ..judge._retries import RetryChecks, broken, delivered, describe_fault, unsaid
+from ..judge._retries import RetryChecks, broken, delivered, describe_fault, status_seen, unsaid
 from ..judge._transcript import quote
 from ._program_lessons import GIVE_UP_AND_SAY_WHY, RETRY_AFTER_THE_HINT, RETRY_THE_SAME_REQUEST
 from ._tooldesk import ToolDesk, scripted_key
@@ -68,6 +68,7 @@ class ProgramRetries(RetryChecks):
                 exchange=last,
                 lesson=self.no_repeat_lesson,
             )
+        self.check_rounds(run.returncode != 0, bound)
         full = self.journal
         self.journal = delivered(full)  # the ordinary verdicts judge what got through
         try:
@@ -102,7 +103,7 @@ class ProgramRetries(RetryChecks):
                 "attempts; when the retries run out it should exit non-zero, so the caller knows no answer came.",
                 lesson=self.give_up_lesson,
             )
-        missing = unsaid(run.stderr, last.status, attempts)
+        missing = unsaid(run.stderr, status_seen(last), attempts)
         if missing:
             shown = run.stderr.strip().splitlines()[-_SHOWN_LINES:] or ["(nothing)"]
             self.fail(

@@ -47,5 +47,10 @@ def complete(
         if not resp.tool_calls():
             return resp
         req.messages.append(resp.message)
-        req.messages.extend(skyl.tool_result_message(call.id, run(call)) for call in resp.tool_calls())
+        for call in resp.tool_calls():
+            try:
+                output, failed = run(call), False
+            except Exception as exc:  # noqa: BLE001 - a failing tool is an error result (challenge 07)
+                output, failed = f"ERROR: {exc}", True
+            req.messages.append(skyl.tool_result_message(call.id, output, is_error=failed))
     raise skyl.ToolLoopError(f"gave up after {MAX_ROUNDS} tool rounds: check what the tools return")

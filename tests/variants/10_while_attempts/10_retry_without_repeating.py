@@ -39,6 +39,14 @@ def _ask(client: skyl.Client, req: skyl.Request, stream: bool) -> skyl.Response:
     raise AssertionError("unreachable")
 
 
+def _result(call: skyl.ToolCall, run: Callable[[skyl.ToolCall], str]) -> skyl.Message:
+    """The call's result; a tool that fails is an error result, as in challenge 07."""
+    try:
+        return skyl.tool_result_message(call.id, run(call))
+    except Exception as exc:  # noqa: BLE001 - any failure of the tool goes back to the model
+        return skyl.tool_result_message(call.id, f"ERROR: {type(exc).__name__}: {exc}", is_error=True)
+
+
 def complete(
     client: skyl.Client, req: skyl.Request, run: Callable[[skyl.ToolCall], str], stream: bool = False
 ) -> skyl.Response:
@@ -52,7 +60,7 @@ def complete(
         req.messages.append(resp.message)
         for call in calls:
             history.append(call.name)
-            req.messages.append(skyl.tool_result_message(call.id, run(call)))
+            req.messages.append(_result(call, run))
     raise skyl.ToolLoopError(
         f"gave up after {MAX_ROUNDS} tool rounds; call sequence was [{' '.join(history)}]: "
         "check what these tools return"
