@@ -81,8 +81,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "sandbox(scenario=None, budget=50, faults=None): how the `sandbox_mock` fixture mounts the sandbox "
-        "for this test.",
+        "sandbox(scenario=None, budget=50, faults=None, strict=True): how the `sandbox_mock` fixture mounts "
+        "the sandbox for this test; strict fails it at teardown on unplayed steps and unmatched requests.",
     )
     config.stash[_DESELECTED] = set()
     config.stash[_FOLDERS] = set()
@@ -194,24 +194,35 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
     """The sandbox mounted on the providers' real hosts for one test (`sandbox.mock()`).
 
     The request's model names the scenario, unless `@pytest.mark.sandbox(scenario=...)` pins one.
-    Its `.journal` holds every exchange, for assertions on what your code sent.
+    Its `.journal` holds every exchange, for assertions on what your code sent. Strict unless the
+    marker says `strict=False`: the test fails at teardown, naming them, when scripted steps were
+    left unplayed or a request matched no step.
     """
     marker = request.node.get_closest_marker("sandbox")
     options = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
         options.setdefault("scenario", marker.args[0])
-    unknown = sorted(set(options) - {"scenario", "budget", "faults"})
+    options.setdefault("strict", True)
+    unknown = sorted(set(options) - {"scenario", "budget", "faults", "strict"})
     if unknown:
         pytest.fail(
-            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario=, budget= "
-            "and faults=.",
+            f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario=, budget=, "
+            "faults= and strict=.",
             pytrace=False,
         )
     from .adapters._mock import mock  # respx, loaded only by the tests that mount the sandbox
 
+    strict = options.pop("strict")
+    if not isinstance(strict, bool):
+        pytest.fail(f"@pytest.mark.sandbox: strict={strict!r}; use True or False.", pytrace=False)
     try:
         mounted = mock(**options)
     except ScenarioError as error:
         pytest.fail(f"@pytest.mark.sandbox: {error}", pytrace=False)
     with mounted:
         yield mounted
+    if strict:
+        try:
+            mounted.check()
+        except AssertionError as error:
+            pytest.fail(str(error), pytrace=False)

@@ -31,7 +31,9 @@ from ..engine._scenario import Scenario
 from ..engine.faults import Fault
 from ..wire import Rule, get_wire_format, route
 from ..wire.clouds import CLOUD_HOSTS
-from ._transport import _HTTPX_STREAM, Journal, _stream_class, _to_response, answer_request
+from ._expectations import unmet
+from ._journal import Journal
+from ._transport import _HTTPX_STREAM, _stream_class, _to_response, answer_request
 
 __all__ = ["PROVIDER_HOSTS", "SandboxMock", "mock"]
 
@@ -168,11 +170,16 @@ def _respond_httpx(request: httpx.Request) -> httpx.Response:
 
 
 class SandboxMock:
-    """A context manager and decorator that mounts the sandbox on the providers' real hosts."""
+    """A context manager and decorator that mounts the sandbox on the providers' real hosts.
 
-    def __init__(self, engine: Engine) -> None:
+    `strict`: leaving the block (without an exception already on its way) raises `AssertionError`
+    naming each scripted step no request reached and each request no step answered (`unmet()`).
+    """
+
+    def __init__(self, engine: Engine, *, strict: bool = False) -> None:
         self.engine = engine
         self.journal = Journal()
+        self.strict = strict
         self.active = False
         self._lock = threading.Lock()
 
@@ -195,19 +202,38 @@ class SandboxMock:
         _in_context.set(tuple(mount for mount in _in_context.get() if mount is not self))
         _PATCH.remove(self)
 
+    def unmet(self) -> list[str]:
+        """What the script foresaw and the journal does not show: unplayed steps, and requests that no
+        step answered (a refusal no scripted fault explains). Empty when everything played."""
+        return unmet(self.engine, self.journal)
+
+    def check(self) -> None:
+        """Raise `AssertionError` naming everything `unmet()` lists; nothing when it is empty."""
+        __tracebackhide__ = True
+        problems = self.unmet()
+        if problems:
+            listing = "\n".join(f"- {problem}" for problem in problems)
+            raise AssertionError(
+                f"sandbox: the script and the requests did not meet:\n{listing}\n"
+                "journal.transcript() shows every exchange. If this is on purpose, mount with strict=False "
+                "(the fixture: @pytest.mark.sandbox(strict=False))."
+            )
+
     def __enter__(self) -> SandboxMock:
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.stop()
+        if self.strict and exc_type is None:
+            self.check()
 
     async def __aenter__(self) -> SandboxMock:
         self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        self.stop()
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        self.__exit__(exc_type, *exc)
 
     def __call__(self, func: F) -> F:
         """Use as a decorator: the sandbox is mounted while `func` runs (sync or async)."""
@@ -234,11 +260,15 @@ def mock(
     budget: int = DEFAULT_BUDGET,
     scenarios: Mapping[str, Scenario] | None = None,
     faults: Sequence[Fault] | str | None = None,
+    strict: bool = False,
 ) -> SandboxMock:
     """Mount the sandbox on api.openai.com, api.anthropic.com and generativelanguage.googleapis.com.
 
     Without `scenario`, each request's model field names the scenario. Mounts may nest and overlap
     across threads and tasks: each request goes to the mount active in its own context. `faults`
-    play on every conversation, as in `transport(faults=...)`.
+    play on every conversation, as in `transport(faults=...)`. `strict=True` fails the block's exit
+    on unplayed steps and on requests no step answered (`SandboxMock.check()`).
     """
-    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults))
+    if not isinstance(strict, bool):
+        raise UsageError(f"strict={strict!r}: use True or False.")
+    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults), strict=strict)
