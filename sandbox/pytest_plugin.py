@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ._exceptions import ScenarioError
+from .adapters import _guard as guard
 from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
 from .grading.boundary._runner import WorkerError
@@ -46,10 +48,20 @@ _HARNESS = pytest.StashKey[Harness]()
 _DESELECTED = pytest.StashKey[set[str]]()
 _ISOLATION = pytest.StashKey[Isolation]()
 _FOLDERS = pytest.StashKey[set[Path]]()
+_GUARDED = pytest.StashKey[bool]()
+
+_ENV_ALLOWS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    parser.addini(
+        guard.ALLOW_INI,
+        type="bool",
+        default=False,
+        help=f"let tests reach the real provider hosts with no sandbox mounted (or {guard.ALLOW_ENV}=1); "
+        "by default such a request fails before anything is sent.",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -86,6 +98,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[_DESELECTED] = set()
     config.stash[_FOLDERS] = set()
+    allowed = _ENV_ALLOWS.get(os.environ.get(guard.ALLOW_ENV, "").strip().lower())
+    if allowed is None:
+        raise pytest.UsageError(
+            f"{guard.ALLOW_ENV}={os.environ[guard.ALLOW_ENV]!r}: use 1 to let tests reach the real provider hosts, "
+            "or 0 (the default) to stop them."
+        )
+    config.stash[_GUARDED] = not (allowed or config.getini(guard.ALLOW_INI))
     try:
         config.stash[_ISOLATION] = choose(config.getoption("sandbox_isolation"), config.getoption("sandbox_grade_as"))
     except IsolationError as error:
@@ -96,6 +115,18 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--impl {impl}: no such directory. It should hold one module per challenge, named after "
             "its folder: 01_apply_tool_results.py, 02_bounded_loop.py, ..."
         )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Each test, fixtures included, runs with the real-API guard on httpx and httpx2 (those imported by
+    then), unless the engineer opted out."""
+    if item.config.stash.get(_GUARDED, False):
+        guard.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    guard.uninstall()
 
 
 def _ref(item: pytest.Item) -> Ref | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -30,23 +29,12 @@ from ..engine._engine import DEFAULT_BUDGET, Engine, Exchange
 from ..engine._scenario import Scenario
 from ..engine.faults import Fault
 from ..wire import Rule, get_wire_format, route
-from ..wire.clouds import CLOUD_HOSTS
 from ._expectations import unmet
+from ._guard import CLOUD_HOST, PROVIDER_HOSTS, is_provider_host
 from ._journal import Journal
 from ._transport import _HTTPX_STREAM, _stream_class, _to_response, answer_request
 
 __all__ = ["PROVIDER_HOSTS", "SandboxMock", "mock"]
-
-PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
-"""The providers' own API hosts. The clouds' hosts (any Azure OpenAI resource, Vertex AI's global and
-regional endpoints) are answered too: see `sandbox.wire.clouds.CLOUD_HOSTS`."""
-
-_CLOUD_HOST = re.compile("|".join(f"(?:{pattern})" for pattern in CLOUD_HOSTS))
-
-
-def _is_provider_host(host: str) -> bool:
-    return host in PROVIDER_HOSTS or _CLOUD_HOST.fullmatch(host) is not None
-
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,7 +87,7 @@ class _Patch:
         router = respx.mock(assert_all_called=False, assert_all_mocked=False)
         for host in PROVIDER_HOSTS:
             router.route(host=host).mock(side_effect=_respond_httpx)
-        router.route(host__regex=_CLOUD_HOST.pattern).mock(side_effect=_respond_httpx)
+        router.route(host__regex=CLOUD_HOST.pattern).mock(side_effect=_respond_httpx)
         router.route().pass_through()
         router.start()
         self._router = router
@@ -123,14 +111,14 @@ class _Patch:
         async_original = httpx2.AsyncHTTPTransport.handle_async_request
 
         def handle_request(transport: Any, request: Any) -> Any:
-            if _is_provider_host(request.url.host):
+            if is_provider_host(request.url.host):
                 answer = _answer(request, request.read())
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
             return sync_original(transport, request)
 
         async def handle_async_request(transport: Any, request: Any) -> Any:
-            if _is_provider_host(request.url.host):
+            if is_provider_host(request.url.host):
                 answer = _answer(request, await request.aread())
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
