@@ -34,7 +34,7 @@ from .grading.judge import _room_reporter as room
 from .grading.judge._grouping import FailureGroups
 from .grading.judge._harness import Harness, Ref
 from .grading.judge._lanes import Lanes, lane_limit, units
-from .grading.judge._meta import HINTS_FILE, challenge_folder
+from .grading.judge._meta import HINTS_FILE, ROOT_NAME, challenge_folder, find_root
 from .grading.judge._options import add_options
 
 if TYPE_CHECKING:
@@ -68,7 +68,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """A conftest.py or an ini file inside a challenges folder is none of the challenges': graded code
     of an earlier run may have written it, and it would run inside the grader. Refused before pytest
-    loads any (pytest calls this hook for installed plugins only, before conftest files)."""
+    loads any (pytest calls this hook for installed plugins only, before conftest files).
+
+    A run that grades challenges also gets the options' short spellings (`--impl`, `--report`...):
+    one whose paths (or folder, when it names none) lie in or above a `challenges/` folder. Every other
+    run knows only the `--sandbox-` spellings, so a project's own plugins and conftests keep theirs."""
+    if _grades_challenges(args, early_config.invocation_params.dir):
+        add_options(parser, short=True)
     for arg in args:
         if arg.startswith("-"):
             continue
@@ -85,6 +91,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
                 "would run inside the grader (graded code of an earlier run may have written it). Delete it, then "
                 "grade again."
             )
+
+
+def _grades_challenges(args: Sequence[str], here: Path) -> bool:
+    paths = [arg.split("::", 1)[0] for arg in args if not arg.startswith("-")]
+    return any(
+        ROOT_NAME in (here / path).resolve().parts or find_root(here / path) is not None for path in paths or ["."]
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
