@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ._exceptions import ScenarioError, UsageError
+from .adapters import _guard as guard
 from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
 from .grading.boundary._runner import WorkerError
@@ -33,7 +35,7 @@ from .grading.judge import _room_reporter as room
 from .grading.judge._grouping import FailureGroups
 from .grading.judge._harness import Harness, Ref
 from .grading.judge._lanes import Lanes, lane_limit, units
-from .grading.judge._meta import HINTS_FILE, challenge_folder
+from .grading.judge._meta import HINTS_FILE, ROOT_NAME, challenge_folder, find_root
 from .grading.judge._options import add_options
 
 if TYPE_CHECKING:
@@ -47,17 +49,33 @@ _HARNESS = pytest.StashKey[Harness]()
 _DESELECTED = pytest.StashKey[set[str]]()
 _ISOLATION = pytest.StashKey[Isolation]()
 _FOLDERS = pytest.StashKey[set[Path]]()
+_GUARDED = pytest.StashKey[bool]()
+
+_ENV_ALLOWS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    parser.addini(
+        guard.ALLOW_INI,
+        type="bool",
+        default=False,
+        help=f"let tests reach the real provider hosts with no sandbox mounted (or {guard.ALLOW_ENV}=1); "
+        "by default such a request fails before anything is sent.",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """A conftest.py or an ini file inside a challenges folder is none of the challenges': graded code
     of an earlier run may have written it, and it would run inside the grader. Refused before pytest
-    loads any (pytest calls this hook for installed plugins only, before conftest files)."""
+    loads any (pytest calls this hook for installed plugins only, before conftest files).
+
+    A run that grades challenges also gets the options' short spellings (`--impl`, `--report`...):
+    one whose paths (or folder, when it names none) lie in or above a `challenges/` folder. Every other
+    run knows only the `--sandbox-` spellings, so a project's own plugins and conftests keep theirs."""
+    if _grades_challenges(args, early_config.invocation_params.dir):
+        add_options(parser, short=True)
     for arg in args:
         if arg.startswith("-"):
             continue
@@ -76,17 +94,31 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
             )
 
 
+def _grades_challenges(args: Sequence[str], here: Path) -> bool:
+    paths = [arg.split("::", 1)[0] for arg in args if not arg.startswith("-")]
+    return any(
+        ROOT_NAME in (here / path).resolve().parts or find_root(here / path) is not None for path in paths or ["."]
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "challenge(name): grade this test as challenge `name`, whose exercise.py sits beside it."
     )
     config.addinivalue_line(
         "markers",
-        "sandbox(scenario=None, budget=50, faults=None): how the `sandbox_mock` fixture mounts the sandbox "
-        "for this test.",
+        "sandbox(scenario=None, budget=50, faults=None, strict=True): how the `sandbox_mock` fixture mounts "
+        "the sandbox for this test; strict fails it at teardown on unplayed steps and unmatched requests.",
     )
     config.stash[_DESELECTED] = set()
     config.stash[_FOLDERS] = set()
+    allowed = _ENV_ALLOWS.get(os.environ.get(guard.ALLOW_ENV, "").strip().lower())
+    if allowed is None:
+        raise pytest.UsageError(
+            f"{guard.ALLOW_ENV}={os.environ[guard.ALLOW_ENV]!r}: use 1 to let tests reach the real provider hosts, "
+            "or 0 (the default) to stop them."
+        )
+    config.stash[_GUARDED] = not (allowed or config.getini(guard.ALLOW_INI))
     try:
         config.stash[_ISOLATION] = choose(config.getoption("sandbox_isolation"), config.getoption("sandbox_grade_as"))
     except IsolationError as error:
@@ -97,6 +129,18 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--impl {impl}: no such directory. It should hold one module per challenge, named after "
             "its folder: 01_apply_tool_results.py, 02_bounded_loop.py, ..."
         )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Each test, fixtures included, runs with the real-API guard on httpx and httpx2 (those imported by
+    then), unless the engineer opted out."""
+    if item.config.stash.get(_GUARDED, False):
+        guard.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    guard.uninstall()
 
 
 def _ref(item: pytest.Item) -> Ref | None:
@@ -198,24 +242,35 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
     """The sandbox mounted on the providers' real hosts for one test (`sandbox.mock()`).
 
     The request's model names the scenario, unless `@pytest.mark.sandbox(scenario=...)` pins one.
-    Its `.journal` holds every exchange, for assertions on what your code sent.
+    Its `.journal` holds every exchange, for assertions on what your code sent. Strict unless the
+    marker says `strict=False`: the test fails at teardown, naming them, when scripted steps were
+    left unplayed or a request matched no step.
     """
     marker = request.node.get_closest_marker("sandbox")
     options = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
         options.setdefault("scenario", marker.args[0])
-    unknown = sorted(set(options) - {"scenario", "budget", "faults", "echo"})
+    options.setdefault("strict", True)
+    unknown = sorted(set(options) - {"scenario", "budget", "faults", "echo", "strict"})
     if unknown:
         pytest.fail(
             f"@pytest.mark.sandbox: unknown argument {', '.join(map(repr, unknown))}; it takes scenario=, budget=, "
-            "faults= and echo=.",
+            "faults=, echo= and strict=.",
             pytrace=False,
         )
     from .adapters._mock import mock  # respx, loaded only by the tests that mount the sandbox
 
+    strict = options.pop("strict")
+    if not isinstance(strict, bool):
+        pytest.fail(f"@pytest.mark.sandbox: strict={strict!r}; use True or False.", pytrace=False)
     try:
         mounted = mock(**options)
     except (ScenarioError, UsageError) as error:
         pytest.fail(f"@pytest.mark.sandbox: {error}", pytrace=False)
     with mounted:
         yield mounted
+    if strict:
+        try:
+            mounted.check()
+        except AssertionError as error:
+            pytest.fail(str(error), pytrace=False)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -30,21 +29,12 @@ from ..engine._engine import DEFAULT_BUDGET, Echo, Engine, Exchange
 from ..engine._scenario import Scenario
 from ..engine.faults import Fault
 from ..wire import Rule, get_wire_format, route
-from ..wire.clouds import CLOUD_HOSTS
-from ._transport import _HTTPX_STREAM, Journal, _stream_class, _to_response, answer_request
+from ._expectations import unmet
+from ._guard import CLOUD_HOST, PROVIDER_HOSTS, is_provider_host
+from ._journal import Journal
+from ._transport import _HTTPX_STREAM, _stream_class, _to_response, answer_request
 
 __all__ = ["PROVIDER_HOSTS", "SandboxMock", "mock"]
-
-PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
-"""The providers' own API hosts. The clouds' hosts (any Azure OpenAI resource, Vertex AI's global and
-regional endpoints) are answered too: see `sandbox.wire.clouds.CLOUD_HOSTS`."""
-
-_CLOUD_HOST = re.compile("|".join(f"(?:{pattern})" for pattern in CLOUD_HOSTS))
-
-
-def _is_provider_host(host: str) -> bool:
-    return host in PROVIDER_HOSTS or _CLOUD_HOST.fullmatch(host) is not None
-
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -97,7 +87,7 @@ class _Patch:
         router = respx.mock(assert_all_called=False, assert_all_mocked=False)
         for host in PROVIDER_HOSTS:
             router.route(host=host).mock(side_effect=_respond_httpx)
-        router.route(host__regex=_CLOUD_HOST.pattern).mock(side_effect=_respond_httpx)
+        router.route(host__regex=CLOUD_HOST.pattern).mock(side_effect=_respond_httpx)
         router.route().pass_through()
         router.start()
         self._router = router
@@ -121,14 +111,14 @@ class _Patch:
         async_original = httpx2.AsyncHTTPTransport.handle_async_request
 
         def handle_request(transport: Any, request: Any) -> Any:
-            if _is_provider_host(request.url.host):
+            if is_provider_host(request.url.host):
                 answer = _answer(request, request.read())
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
             return sync_original(transport, request)
 
         async def handle_async_request(transport: Any, request: Any) -> Any:
-            if _is_provider_host(request.url.host):
+            if is_provider_host(request.url.host):
                 answer = _answer(request, await request.aread())
                 if answer is not None:
                     return _to_response(httpx2, stream_class, answer, request)
@@ -168,11 +158,16 @@ def _respond_httpx(request: httpx.Request) -> httpx.Response:
 
 
 class SandboxMock:
-    """A context manager and decorator that mounts the sandbox on the providers' real hosts."""
+    """A context manager and decorator that mounts the sandbox on the providers' real hosts.
 
-    def __init__(self, engine: Engine) -> None:
+    `strict`: leaving the block (without an exception already on its way) raises `AssertionError`
+    naming each scripted step no request reached and each request no step answered (`unmet()`).
+    """
+
+    def __init__(self, engine: Engine, *, strict: bool = False) -> None:
         self.engine = engine
         self.journal = Journal()
+        self.strict = strict
         self.active = False
         self._lock = threading.Lock()
 
@@ -195,19 +190,38 @@ class SandboxMock:
         _in_context.set(tuple(mount for mount in _in_context.get() if mount is not self))
         _PATCH.remove(self)
 
+    def unmet(self) -> list[str]:
+        """What the script foresaw and the journal does not show: unplayed steps, and requests that no
+        step answered (a refusal no scripted fault explains). Empty when everything played."""
+        return unmet(self.engine, self.journal)
+
+    def check(self) -> None:
+        """Raise `AssertionError` naming everything `unmet()` lists; nothing when it is empty."""
+        __tracebackhide__ = True
+        problems = self.unmet()
+        if problems:
+            listing = "\n".join(f"- {problem}" for problem in problems)
+            raise AssertionError(
+                f"sandbox: the script and the requests did not meet:\n{listing}\n"
+                "journal.transcript() shows every exchange. If this is on purpose, mount with strict=False "
+                "(the fixture: @pytest.mark.sandbox(strict=False))."
+            )
+
     def __enter__(self) -> SandboxMock:
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.stop()
+        if self.strict and exc_type is None:
+            self.check()
 
     async def __aenter__(self) -> SandboxMock:
         self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        self.stop()
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        self.__exit__(exc_type, *exc)
 
     def __call__(self, func: F) -> F:
         """Use as a decorator: the sandbox is mounted while `func` runs (sync or async)."""
@@ -235,11 +249,15 @@ def mock(
     scenarios: Mapping[str, Scenario] | None = None,
     faults: Sequence[Fault] | str | None = None,
     echo: Echo = "faithful",
+    strict: bool = False,
 ) -> SandboxMock:
     """Mount the sandbox on api.openai.com, api.anthropic.com and generativelanguage.googleapis.com.
 
     Without `scenario`, each request's model field names the scenario. Mounts may nest and overlap
     across threads and tasks: each request goes to the mount active in its own context. `faults`
-    play on every conversation, and `echo` is as in `transport(echo=...)`.
+    play on every conversation, and `echo` is as in `transport(echo=...)`. `strict=True` fails the
+    block's exit on unplayed steps and on requests no step answered (`SandboxMock.check()`).
     """
-    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults, echo=echo))
+    if not isinstance(strict, bool):
+        raise UsageError(f"strict={strict!r}: use True or False.")
+    return SandboxMock(Engine(scenario, scenarios=scenarios, budget=budget, faults=faults, echo=echo), strict=strict)

@@ -6,8 +6,6 @@ journal, so a grader can inspect what reached the provider rather than trust the
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -18,77 +16,9 @@ from ..engine._engine import DEFAULT_BUDGET, Echo, Engine, Exchange, caller_key
 from ..engine._scenario import Scenario
 from ..engine.faults import Delivery, Fault
 from ..engine.faults._delivery import async_frames, sync_frames
+from ._journal import DEFAULT_JOURNAL_BYTES, DEFAULT_JOURNAL_SIZE, Journal
 
 __all__ = ["Httpx2Transport", "Journal", "SandboxTransport", "httpx2_transport", "transport"]
-
-
-DEFAULT_JOURNAL_SIZE = 1000
-DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
-"""The journal's bound in bytes of request and response bodies: a thousand 4 MB exchanges would
-otherwise hold gigabytes."""
-
-
-def _weight(exchange: Exchange) -> int:
-    return len(exchange.request_body) + sum(len(chunk) for chunk in exchange.chunks)
-
-
-class Journal:
-    """The exchanges a door handled, in order: the newest `maxlen` of them, and no more than
-    `max_bytes` of request and response bodies (None: no bound). The newest exchange is always kept.
-
-    The bounds keep a long-lived mounting's memory flat; `dropped` counts what they let go, so
-    nothing disappears unannounced. Thread-safe to append and read.
-    """
-
-    def __init__(
-        self, maxlen: int | None = DEFAULT_JOURNAL_SIZE, max_bytes: int | None = DEFAULT_JOURNAL_BYTES
-    ) -> None:
-        self._items: deque[Exchange] = deque()
-        self._weights: deque[int] = deque()
-        self._lock = threading.Lock()
-        self.maxlen = maxlen
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        """Bytes of request and response bodies held now."""
-        self.dropped = 0
-
-    def append(self, exchange: Exchange) -> None:
-        weight = _weight(exchange)
-        with self._lock:
-            self._items.append(exchange)
-            self._weights.append(weight)
-            self.bytes += weight
-            while len(self._items) > 1 and (
-                (self.maxlen is not None and len(self._items) > self.maxlen)
-                or (self.max_bytes is not None and self.bytes > self.max_bytes)
-            ):
-                self._items.popleft()
-                self.bytes -= self._weights.popleft()
-                self.dropped += 1
-
-    def __iter__(self) -> Iterator[Exchange]:
-        with self._lock:
-            return iter(list(self._items))
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, index: int) -> Exchange:
-        return self._items[index]
-
-    @property
-    def last(self) -> Exchange | None:
-        return self._items[-1] if self._items else None
-
-    def errors(self) -> list[Exchange]:
-        return [exchange for exchange in self if exchange.error is not None]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._weights.clear()
-            self.bytes = 0
-            self.dropped = 0
 
 
 def _stream_class(module: ModuleType) -> type:

@@ -28,7 +28,7 @@ def test_model_picks_the_scenario(sandbox_mock):
 def test_marker_pins_a_scenario(sandbox_mock):
     assert ask("gpt-4o")[0] == 200
 
-@pytest.mark.sandbox(scenario="single_call", budget=1, echo="strict")
+@pytest.mark.sandbox(scenario="single_call", budget=1, echo="strict", strict=False)
 def test_marker_sets_the_budget_and_the_echo(sandbox_mock):
     assert ask("x")[0] == 400  # single_call needs tools: the strict echo says so
     assert sandbox_mock.journal.last.error.rule.value == "missing_tool"
@@ -64,7 +64,9 @@ def test_it(sandbox_mock):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*unknown argument 'scenarios'; it takes scenario=, budget=, faults= and echo=*"])
+    result.stdout.fnmatch_lines(["*unknown argument 'scenarios'; it takes scenario=, budget=, faults=, echo= and*"])
+        ["*unknown argument 'scenarios'; it takes scenario=, budget=, faults=, echo= and strict=*"]
+    )
 
 
 def test_sandbox_marker_with_a_bad_fault_has_clear_error(pytester: pytest.Pytester) -> None:

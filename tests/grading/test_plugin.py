@@ -285,10 +285,26 @@ def test_progress_is_not_recorded_for_partial_or_impl_runs(pytester: pytest.Pyte
 
 def test_unrelated_test_runs_are_untouched(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
-    result = pytester.runpytest("--report", "results.json")
+    result = pytester.runpytest("--sandbox-report", "results.json")
     result.assert_outcomes(passed=1)
     result.stdout.no_fnmatch_line("*challenges*")
     assert not (pytester.path / "results.json").exists()
+
+
+def test_unrelated_runs_leave_the_short_spellings_to_the_project(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+def pytest_addoption(parser):
+    for name in ("--impl", "--report", "--room", "--name", "--isolation"):
+        parser.addoption(name, dest="project_" + name[2:])
+"""
+    )
+    pytester.makepyfile(
+        test_plain="def test_plain(request):\n    assert request.config.getoption('project_report') == 'out.html'\n"
+    )
+    result = pytester.runpytest("--report", "out.html", "--name", "mine")
+    result.assert_outcomes(passed=1)
+    assert "--sandbox-impl" in "\n".join(pytester.runpytest("--help").outlines)
 
 
 def test_challenge_fixture_outside_a_challenge_fails_clearly(pytester: pytest.Pytester) -> None:

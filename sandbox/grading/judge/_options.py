@@ -6,6 +6,10 @@
     --isolation MODE       where learner code runs: strict, process or auto
     --room URL --name NAME post each run's results to a workshop room (`sandbox room`)
 
+Each also has a `--sandbox-` spelling (`--sandbox-impl`, `--sandbox-room-name`...), the one every
+pytest run knows; the short ones above exist only in a run that grades challenges, so that an
+unrelated project's pytest keeps its own `--report` and friends.
+
 May touch: pytest's option parser, nothing else. Read back by `sandbox.pytest_plugin` (which
 registers them) and the session's `Harness`; the room's options are `sandbox.grading.judge._room_reporter`'s.
 """
@@ -26,11 +30,16 @@ DEFAULT_TIMEOUT = 5.0
 DEFAULT_RUN_DEADLINE = 900.0
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Every option of `pytest challenges/` (the plugin's `pytest_addoption`)."""
+def add_options(parser: pytest.Parser, *, short: bool = False) -> None:
+    """Every option of `pytest challenges/` in its `--sandbox-` spelling (the plugin's `pytest_addoption`);
+    with `short`, their short spellings instead (`--impl`, `--report`...), those another plugin has not
+    taken."""
     group = parser.getgroup("sandbox", "skyl-sandbox challenges")
-    _add_option(
-        parser,
+
+    def add(group: Any, names: Sequence[str], **attrs: Any) -> None:
+        _add_option(parser, group, [name for name in names if name.startswith("--sandbox-") != short], **attrs)
+
+    add(
         group,
         ("--impl", "--sandbox-impl"),
         dest="sandbox_impl",
@@ -38,8 +47,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="grade DIR/<challenge folder>.py (e.g. DIR/01_apply_tool_results.py) instead of exercise.py.",
     )
-    _add_option(
-        parser,
+    add(
         group,
         ("--report", "--sandbox-report"),
         dest="sandbox_report",
@@ -47,48 +55,54 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="write challenge results to PATH in Gradescope's results.json format, updated after every test.",
     )
-    room_options(group, lambda group, names, **attrs: _add_option(parser, group, names, **attrs))
-    group.addoption(
-        "--sandbox-cli-report",
+    room_options(group, add)
+    add(
+        group,
+        ("--sandbox-cli-report",),
         dest="sandbox_cli_report",
         metavar="PATH",
         default=None,
         help="as --report, for `sandbox check` and `sandbox watch`, which read it themselves: its path is not printed.",
     )
-    group.addoption(
-        "--sandbox-first-failure",
+    add(
+        group,
+        ("--sandbox-first-failure",),
         dest="sandbox_first_failure",
         action="store_true",
         default=False,
         help="grade up to the first failing challenge test and run no more (what `sandbox watch` shows), without -x's "
         "banner.",
     )
-    group.addoption(
-        "--challenge-timeout",
+    add(
+        group,
+        ("--challenge-timeout", "--sandbox-challenge-timeout"),
         dest="sandbox_timeout",
         type=float,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help=f"per-test deadline for challenge code (default {DEFAULT_TIMEOUT:g}).",
     )
-    group.addoption(
-        "--isolation",
+    add(
+        group,
+        ("--isolation", "--sandbox-isolation"),
         dest="sandbox_isolation",
         choices=MODES,
         default="auto",
         help="where learner code runs: strict = only under bubblewrap (refuse to grade without it), process = "
         "plain processes, auto (default) = bubblewrap when usable.",
     )
-    group.addoption(
-        "--run-deadline",
+    add(
+        group,
+        ("--run-deadline", "--sandbox-run-deadline"),
         dest="sandbox_run_deadline",
         type=float,
         default=DEFAULT_RUN_DEADLINE,
         metavar="SECONDS",
         help=f"deadline for the whole run: tests left after it fail at once (default {DEFAULT_RUN_DEADLINE:g}).",
     )
-    group.addoption(
-        "--sandbox-lanes",
+    add(
+        group,
+        ("--sandbox-lanes",),
         dest="sandbox_lanes",
         type=int,
         choices=(1, 2, 3),
@@ -97,8 +111,9 @@ def add_options(parser: pytest.Parser) -> None:
         help="grade in up to N processes at once, each challenge whole in one, reported in order (default 2; at "
         "most one more than the machine has cores; one on a one-core machine, and whenever the run may stop early).",
     )
-    group.addoption(
-        "--grade-as",
+    add(
+        group,
+        ("--grade-as", "--sandbox-grade-as"),
         dest="sandbox_grade_as",
         metavar="USER",
         default=None,
@@ -107,7 +122,9 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _add_option(parser: pytest.Parser, group: Any, names: Sequence[str], **attrs: Any) -> None:
-    """Skip a short spelling another plugin already took; the `--sandbox-` spelling always works."""
+    """Add the spellings of `names` no plugin has taken yet (none left: nothing added)."""
     groups = [*getattr(parser, "_groups", ()), getattr(parser, "_anonymous", None)]
     taken = {name for g in groups if g is not None for option in g.options for name in option.names()}
-    group.addoption(*[name for name in names if name not in taken], **attrs)
+    free = [name for name in names if name not in taken]
+    if free:
+        group.addoption(*free, **attrs)
