@@ -64,7 +64,7 @@ def test_it(sandbox_mock):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*unknown argument 'scenarios'; it takes scenario=, budget=, faults=, echo= and*"])
+    result.stdout.fnmatch_lines(
         ["*unknown argument 'scenarios'; it takes scenario=, budget=, faults=, echo= and strict=*"]
     )
 
