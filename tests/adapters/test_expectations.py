@@ -41,6 +41,7 @@ def test_never_asked(sandbox_mock):
     pass
 
 
+@pytest.mark.sandbox(echo="strict")
 def test_refused_request(sandbox_mock):
     client = openai.OpenAI(api_key="sk-test", max_retries=0)
     with pytest.raises(openai.BadRequestError):
