@@ -45,7 +45,7 @@ def test_transcript_is_the_same_text_for_the_same_loop() -> None:
 
 
 def test_transcript_names_a_refusal() -> None:
-    door = sandbox.httpx2_transport("single_call")
+    door = sandbox.httpx2_transport("single_call", echo="strict")
     client = openai.OpenAI(api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=door))  # type: ignore[arg-type]
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="single_call", messages=[{"role": "user", "content": "hi"}])

@@ -232,7 +232,7 @@ def test_a_room_hears_from_two_lanes_what_it_hears_from_one(tmp_path: Path) -> N
         assert one.returncode == two.returncode == 1, one.stdout[-1500:] + two.stdout[-1500:]
         assert len(_processes(pids)["03_several_calls"] | _processes(pids)["01_apply_tool_results"]) == 2
         rows = {
-            row["name"]: {name: {**cell, "at": None} for name, cell in row["cells"].items()}  # when it was posted
+            row["name"]: {name: {**cell, "at": None, "since": None} for name, cell in row["cells"].items()}  # when
             for row in served.instructor("/api/state").json()["learners"]
         }
         assert rows["Bo"] == rows["Ada"]

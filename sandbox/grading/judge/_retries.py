@@ -332,7 +332,7 @@ _HISTORY_FIELDS = ("messages", "input", "contents")
 
 
 def _changed_fields(failed: bytes, after: bytes) -> list[str]:
-    """The request fields besides the conversation whose values differ (`max_tokens: 1024 -> 512`), read
+    """The request fields besides the conversation whose values differ (`max_tokens` 1024, then 512), read
     from both bodies as JSON; [] when either is not a JSON object."""
     try:
         old, new = json.loads(failed), json.loads(after)

@@ -150,8 +150,9 @@ class RoomLink:
             self._problem = f"cannot reach the room at {self.url} ({_reason(error)})"
 
     def finish(self, say: Callable[[str], None]) -> None:
-        """Wait (at most about `timeout` seconds) for the post, then say how it went in one line."""
-        self._thread.join(self.timeout * 2 + 0.5)
+        """Wait for the post, then say how it went in one line. A post that meets a forgotten token joins
+        again and posts again: up to four requests after the first join, each bounded by `timeout`."""
+        self._thread.join(self.timeout * 4 + 0.5)
         if self._thread.is_alive():
             self._problem = self._problem or f"the room at {self.url} did not answer within {self.timeout:g} s"
         if self._problem:
