@@ -39,7 +39,7 @@ from pathlib import Path
 import httpx
 from _load import cpu_seconds
 
-from sandbox.room import Store
+from sandbox.room import RoomDatabase
 from sandbox.room._service import package_catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ def _cpu_seconds(pid: int) -> float:
 
 def _seat(db: Path, learners: int) -> None:
     """`learners` learners in the room's database: `learner NNN`, token `rt-bench-N`, key `sk-room-bench-N`."""
-    store = Store(db)
+    store = RoomDatabase(db)
     now = time.time()
     for number in range(learners):
         store.add_learner(f"learner {number:03}", f"rt-bench-{number}", f"sk-room-bench-{number}", now, now + 86400)

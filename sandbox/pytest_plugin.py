@@ -33,7 +33,7 @@ from .grading.boundary._runner import WorkerError
 from .grading.boundary._zygotes import reap_spare_zygotes, shared_zygote, spare_zygote
 from .grading.judge import _room_reporter as room
 from .grading.judge._grouping import FailureGroups
-from .grading.judge._harness import Harness, Ref
+from .grading.judge._harness import ChallengeRef, Harness
 from .grading.judge._lanes import Lanes, lane_limit, units
 from .grading.judge._meta import HINTS_FILE, ROOT_NAME, challenge_folder, find_root
 from .grading.judge._options import add_options
@@ -143,12 +143,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     guard.uninstall()
 
 
-def _ref(item: pytest.Item) -> Ref | None:
+def _ref(item: pytest.Item) -> ChallengeRef | None:
     marker = item.get_closest_marker("challenge")
     if marker is not None and marker.args:
-        return Ref(str(marker.args[0]), item.path.parent)
+        return ChallengeRef(str(marker.args[0]), item.path.parent)
     folder = challenge_folder(item.path)
-    return Ref(folder.name, folder) if folder else None
+    return ChallengeRef(folder.name, folder) if folder else None
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
@@ -204,7 +204,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _freeze_once()
 
 
-def _source(harness: Harness, refs: dict[str, Ref], item: pytest.Item) -> Path | None:
+def _source(harness: Harness, refs: dict[str, ChallengeRef], item: pytest.Item) -> Path | None:
     return harness.source(refs[item.nodeid]) if item.nodeid in refs else None
 
 

@@ -14,7 +14,7 @@ import httpx
 import uvicorn
 
 from sandbox import SandboxApp
-from sandbox.room import RecordingEngine, RoomApp, RoomService, Store
+from sandbox.room import RecordingEngine, RoomApp, RoomDatabase, RoomService
 
 TITLES = {
     "01_apply_tool_results": "Make the ordering mistake impossible",
@@ -59,7 +59,7 @@ class Served:
 def serving_room(db: Path, *, port: int = 0, **options: Any) -> Iterator[Served]:
     """Serve the sandbox with a room on `db` until the block ends (on `port`, or any free one)."""
     rates = {name: options.pop(name) for name in ("join_rate", "join_burst", "post_rate") if name in options}
-    store = Store(db)
+    store = RoomDatabase(db)
     service = RoomService(store, titles=options.pop("titles", TITLES), min_interval=0.05, **options)
     app = RoomApp(SandboxApp(RecordingEngine()), service, **rates)
     sock = socket.socket()

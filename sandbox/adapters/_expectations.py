@@ -12,7 +12,7 @@ from ..engine._engine import Engine
 from ..engine._exchange import Exchange
 from ..engine._replay import replay
 from ..engine._scenario import Scenario
-from ..wire import WireError, get_wire_format
+from ..wire import ErrorResponse, get_wire_format
 from ._journal import Journal
 
 __all__ = ["unmet"]
@@ -63,5 +63,5 @@ def _played(engine: Engine, exchange: Exchange) -> int | None:
         return None
     try:
         return replay(get_wire_format(exchange.provider), scenario, exchange.conversation).script_index
-    except WireError:
+    except ErrorResponse:
         return None

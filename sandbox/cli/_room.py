@@ -36,7 +36,7 @@ from ..grading.judge._room_graded import grade_run
 from ..grading.judge._room_link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
 from ..room._app import PREFIX, RoomApp
 from ..room._service import RecordingEngine, RoomService
-from ..room._store import Store
+from ..room._store import RoomDatabase
 
 __all__ = [
     "RecordingEngine",
@@ -137,7 +137,7 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[int],
         path = Path(name)
     root = find_root(Path.cwd())
     titles = {info.name: info.title for info in load_challenges(root)} if root else {}
-    store = Store(path)
+    store = RoomDatabase(path)
     service = RoomService(store, titles=titles, stuck_runs=args.stuck_runs, stuck_minutes=args.stuck_minutes)
 
     def ready(port: int) -> None:

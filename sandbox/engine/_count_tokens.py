@@ -26,7 +26,7 @@ def counted(body: bytes) -> int:
 
 def count_tokens(method: str, path: str, body: bytes, digest: str) -> tuple[Exchange, str]:
     """The answer to a count, and the model it named (the caller checks it names a scenario).
-    Raises `WireError` for a body the messages endpoint would refuse."""
+    Raises `ErrorResponse` for a body the messages endpoint would refuse."""
     wire = get_wire_format("anthropic")
     conversation = parse_count_tokens(body)
     answer = json.dumps({"input_tokens": counted(body)}).encode()

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._exceptions import ScenarioError, UsageError
-from ..wire import Conversation, Rule, WireError, WireFormat, clouds, get_wire_format, route
+from ..wire import Conversation, ErrorResponse, Rule, WireFormat, clouds, get_wire_format, route
 from ..wire.clouds import CloudRefusal, CloudRoute
 from ._catalogue import catalogue
 from ._count_tokens import COUNT_TOKENS, count_tokens
@@ -169,7 +169,7 @@ class Engine:
             if len(body) > COUNT_ABOVE:
                 check_items(wire, body)
             expanded = self.kept.expand(wire, body, owner)
-        except WireError as error:
+        except ErrorResponse as error:
             return error_exchange(method, path, body, wire, error, conversation, digest)
         except StoreUnavailable:
             raise
@@ -189,7 +189,7 @@ class Engine:
             else:
                 self.kept.release(expanded)
             return as_json_array(exchange) if array else exchange
-        except WireError as error:
+        except ErrorResponse as error:
             self.kept.release(expanded)
             error = self.kept.explain(error, expanded)
             return error_exchange(method, path, body, wire, error, conversation, digest)
@@ -206,7 +206,7 @@ class Engine:
             if len(body) > self.max_body_bytes:
                 raise self._too_large(wire, len(body))
             status, answer = self.kept.conversations.handle(method, path, query, body, owner, digest)
-        except WireError as error:
+        except ErrorResponse as error:
             return error_exchange(method, path, body, wire, error, None, digest)
         except StoreUnavailable:
             raise
@@ -224,7 +224,7 @@ class Engine:
             exchange, model = count_tokens(method, path, body, digest)
             if self.pinned is None:
                 self._scenario_for(wire, model)
-        except WireError as error:
+        except ErrorResponse as error:
             return error_exchange(method, path, body, wire, error, None, digest)
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
@@ -285,7 +285,7 @@ class Engine:
         digest = self._refusal_identity(f"refused:{status}:{message}".encode())
         return error_exchange(method, path, b"", wire, wire.error(status, message, rule=Rule.MALFORMED), None, digest)
 
-    def _too_large(self, wire: WireFormat, size: int) -> WireError:
+    def _too_large(self, wire: WireFormat, size: int) -> ErrorResponse:
         return too_large(wire, self.max_body_bytes, size)
 
     def _answer(
@@ -323,7 +323,7 @@ class Engine:
         try:
             start = None if done is None else (done.messages, done.position)
             position = replay(wire, scenario, conversation, start, strict=strict, serial=serial)
-        except WireError:
+        except ErrorResponse:
             if resume is None or resume.full is None:
                 raise
             # walked the whole way, for the whole request's exact error

@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..wire import Conversation, ModelTurn, WireError, WireFormat
+from ..wire import Conversation, ErrorResponse, ModelTurn, WireFormat
 from .faults import Delivery, Fault, FaultError
 
 __all__ = ["Exchange", "answer_identity", "answered_exchange", "as_json_array", "error_exchange", "request_digest"]
@@ -35,7 +35,7 @@ class Exchange:
     scenario: str | None = None
     step: int | None = None
     turn: ModelTurn | None = field(default=None, repr=False)
-    error: WireError | None = None
+    error: ErrorResponse | None = None
     fault: Fault | None = None
     """The scripted fault that answered (or broke, or slowed) this exchange, if one did."""
     delivery: Delivery | None = field(default=None, repr=False)
@@ -127,7 +127,7 @@ def error_exchange(
     path: str,
     body: bytes,
     wire: WireFormat,
-    error: WireError,
+    error: ErrorResponse,
     conversation: Conversation | None,
     digest: str,
 ) -> Exchange:

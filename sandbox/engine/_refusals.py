@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import urllib.parse
 
-from ..wire import Conversation, Rule, WireError, WireFormat
+from ..wire import Conversation, ErrorResponse, Rule, WireFormat
 from ._scenario import Scenario, Step
 
 __all__ = [
@@ -35,17 +35,17 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def internal(wire: WireFormat, exc: Exception) -> WireError:
+def internal(wire: WireFormat, exc: Exception) -> ErrorResponse:
     return wire.error(500, printable(f"sandbox internal error: {type(exc).__name__}: {exc}"), rule=Rule.MALFORMED)
 
 
-def store_unavailable(wire: WireFormat, message: str) -> WireError:
+def store_unavailable(wire: WireFormat, message: str) -> ErrorResponse:
     """A 503 for a request the kept-state store could not serve: the server's trouble, not the loop's,
     and worth a retry, as an SDK does for a 503."""
     return wire.error(503, printable(message), rule=Rule.FAULT)
 
 
-def too_large(wire: WireFormat, limit: int, size: int) -> WireError:
+def too_large(wire: WireFormat, limit: int, size: int) -> ErrorResponse:
     return wire.error(
         413,
         f"sandbox: the request body is over {limit} bytes ({size} announced or read); the sandbox "
@@ -68,7 +68,7 @@ def gemini_alt(wire: WireFormat, query: str) -> str:
     return alt
 
 
-def budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> WireError:
+def budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -> ErrorResponse:
     return wire.error(
         400,
         f"sandbox: this conversation has used its budget of {budget} model requests (scenario "
@@ -79,7 +79,7 @@ def budget_error(wire: WireFormat, scenario: Scenario, budget: int, step: int) -
     )
 
 
-def unknown_scenario(wire: WireFormat, model: str, known: str) -> WireError:
+def unknown_scenario(wire: WireFormat, model: str, known: str) -> ErrorResponse:
     """The provider's model-not-found 404, and which scenarios the model field may name."""
     return wire.error(
         404,
@@ -117,7 +117,7 @@ def check_tools(wire: WireFormat, scenario: Scenario, conversation: Conversation
     raise missing_tools(wire, scenario, sorted(called.difference(map(_NAME, conversation.tools))))
 
 
-def missing_tools(wire: WireFormat, scenario: Scenario, needed: list[str]) -> WireError:
+def missing_tools(wire: WireFormat, scenario: Scenario, needed: list[str]) -> ErrorResponse:
     return wire.error(
         400,
         f"sandbox: scenario {scenario.name!r} calls {', '.join(needed)}, but the request does not "

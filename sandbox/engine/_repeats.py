@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..messages._types import Message, Part, Text, ToolCall, ToolResult
-from ..wire import Rule, WireError, WireFormat
+from ..wire import ErrorResponse, Rule, WireFormat
 from ._scenario import Scenario
 
 __all__ = ["REPEAT_WINDOW", "Digested", "RepeatGuard", "Repeats", "history_keys", "repeat_error"]
@@ -159,7 +159,7 @@ class RepeatGuard:
             return seen
 
 
-def repeat_error(wire: WireFormat, scenario: Scenario, budget: int, repeats: int) -> WireError:
+def repeat_error(wire: WireFormat, scenario: Scenario, budget: int, repeats: int) -> ErrorResponse:
     return wire.error(
         400,
         f"sandbox: this exact request has arrived {repeats} times, each within {REPEAT_WINDOW:g} s of the "

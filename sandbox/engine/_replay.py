@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..messages._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
-from ..wire import Conversation, ModelTurn, Rule, WireError, WireFormat
+from ..wire import Conversation, ErrorResponse, ModelTurn, Rule, WireFormat
 from ..wire._reasoning import reasoning_tokens
 from ._scenario import Scenario, Step, is_usable, render_text
 
@@ -157,7 +157,7 @@ def replay(
     strict: bool = True,
     serial: bool = False,
 ) -> Position:
-    """Walk the history; raise `WireError` (a `sandbox:` 400) for the first turn that is not ours.
+    """Walk the history; raise `ErrorResponse` (a `sandbox:` 400) for the first turn that is not ours.
     `resume` is where an earlier replay of the same history's start stopped (the message it stopped
     before, and its position): a continuation of kept state replays only what is new. Not `strict`,
     an echoed turn whose calls pair consistently (the same tools, in order, each answered under the
@@ -197,7 +197,7 @@ def replay(
         reasoning = expected_reasoning(wire, scenario, step, step_number, conversation) if reasons else ()
         try:
             wire.check_reasoning(conversation, index, reasoning, last=index == final)
-        except WireError as error:
+        except ErrorResponse as error:
             # the API's own refusals stand; the sandbox's (a `sandbox:` message, what the API accepts) are strict's
             if strict or not error.message.startswith("sandbox:"):
                 raise
@@ -351,7 +351,7 @@ def _mismatch(
     step_number: int,
     echoed: list[ToolCall],
     expected: Sequence[ToolCall],
-) -> WireError:
+) -> ErrorResponse:
     """The error for echoed turn `index`, whose calls are not the ones the script made at that step."""
     where = conversation.paths[index]
     sent = ", ".join(_describe(wire, call) for call in expected) or "no tool calls (its final answer)"
@@ -405,7 +405,7 @@ def _describe(wire: WireFormat, call: ToolCall) -> str:
     return f"{call.name}({args}) [id {call.id}]" if wire.has_call_ids else f"{call.name}({args})"
 
 
-def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, index: int | None) -> WireError:
+def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, index: int | None) -> ErrorResponse:
     return wire.error(
         400,
         f"sandbox: scenario {scenario.name!r} is over: the model already gave its final answer (a turn "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..wire import Rule, WireError, WireFormat, get_wire_format
+from ..wire import ErrorResponse, Rule, WireFormat, get_wire_format
 
 __all__ = ["wrong_path"]
 
@@ -86,7 +86,7 @@ def _not_found_text(provider: str, method: str, path: str) -> str:
     return f"The requested URL {path} was not found on this server."  # [INF] Google's front end
 
 
-def wrong_path(method: str, path: str) -> tuple[WireFormat, WireError]:
+def wrong_path(method: str, path: str) -> tuple[WireFormat, ErrorResponse]:
     """The provider a request at an unserved `path` was meant for, and its 404 with a hint."""
     for endpoint in _ENDPOINTS:
         match = endpoint.tail.match(path)
@@ -102,7 +102,7 @@ def wrong_path(method: str, path: str) -> tuple[WireFormat, WireError]:
     return wire, _error(wire, method, path, hint)
 
 
-def _answer(endpoint: _Endpoint, method: str, path: str, base: str) -> tuple[WireFormat, WireError]:
+def _answer(endpoint: _Endpoint, method: str, path: str, base: str) -> tuple[WireFormat, ErrorResponse]:
     wire = get_wire_format(endpoint.provider)
     prefix = _REAL_PREFIX[endpoint.provider]
     if method.upper() != "POST" and base in (prefix, ""):
@@ -131,6 +131,6 @@ def _provider_by_prefix(path: str) -> str:
     return "openai"
 
 
-def _error(wire: WireFormat, method: str, path: str, hint: str) -> WireError:
+def _error(wire: WireFormat, method: str, path: str, hint: str) -> ErrorResponse:
     message = f"{_not_found_text(wire.name, method.upper(), path)}\n\n{hint}"
     return wire.error(404, message, rule=Rule.NOT_FOUND)

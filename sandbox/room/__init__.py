@@ -13,6 +13,6 @@ from __future__ import annotations
 
 from ._app import RoomApp
 from ._service import RecordingEngine, RoomService
-from ._store import Store
+from ._store import RoomDatabase
 
-__all__ = ["RecordingEngine", "RoomApp", "RoomService", "Store"]
+__all__ = ["RecordingEngine", "RoomApp", "RoomService", "RoomDatabase"]

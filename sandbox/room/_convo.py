@@ -27,7 +27,7 @@ from ..grading.judge._checks import diagnose
 from ..grading.judge._lessons import lesson_for, lesson_for_diagnosis
 from ..messages._types import Message, Reasoning, Text, ToolCall, ToolResult
 
-__all__ = ["Conversations", "api_key_of"]
+__all__ = ["LearnerChats", "api_key_of"]
 
 MAX_ENTRY = 2000
 """Characters of one chat bubble: the page shows what the loop did, not megabytes of tool output."""
@@ -216,7 +216,7 @@ _WHERE = re.compile(r"\b(?:messages|input|contents)\.?\[(\d+)\]")
 _PATH_MODEL = re.compile(r"/models/([^/:]+)")
 
 
-class Conversations:
+class LearnerChats:
     """Turns each exchange of a known learner into the chat the page shows. Owned by the event loop."""
 
     def __init__(self) -> None:

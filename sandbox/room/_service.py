@@ -1,7 +1,7 @@
 """The room's operations: join, post a run, record a learner's exchange, manage learners, and the
 page's live stream.
 
-May touch: its `Store` (SQLite, always from a worker thread so a slow disk never stalls the event
+May touch: its `RoomDatabase` (SQLite, always from a worker thread so a slow disk never stalls the event
 loop the sandbox answers on) and its in-memory `Room`. Owned by the server's event loop: every
 method runs there, except the store calls it hands to threads. Every change is written to the store
 first and applied to the `Room` only once written, so a failed write (answered 503) changes nothing.
@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 from ..engine._engine import Engine, Exchange
 from ..grading.programs._program_cases import CASES
 from . import _page
-from ._convo import Conversations
+from ._convo import LearnerChats
 from ._guard import new_secret
 from ._live import Live
 from ._model import Room, RoomInputError, parse_run, status_of
 from ._names import MAX_NAME, clean_name, name_key, name_problem
-from ._store import Store
+from ._store import RoomDatabase
 
 T = TypeVar("T")
 
@@ -83,7 +83,7 @@ def package_catalogue() -> dict[str, str]:
 class RoomService:
     def __init__(
         self,
-        store: Store,
+        store: RoomDatabase,
         *,
         titles: Mapping[str, str] | None = None,
         stuck_runs: int = 3,
@@ -97,7 +97,7 @@ class RoomService:
         self.room = Room(titles=titles or package_catalogue(), stuck_runs=stuck_runs, stuck_minutes=stuck_minutes)
         roster = json.loads(store.setting("roster", "[]"))
         self.room.roster = {name_key(name): name for name in roster}
-        self.conversations = Conversations()
+        self.conversations = LearnerChats()
         self.live = Live(self.fragments, min_interval=min_interval, heartbeat=heartbeat)
         self.token_seconds = token_hours * 3600
         self._joining: set[str] = set()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LearnerRecord", "Store", "digest"]
+__all__ = ["LearnerRecord", "RoomDatabase", "digest"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,7 +65,7 @@ class LearnerRecord:
     expires: float
 
 
-class Store:
+class RoomDatabase:
     """The room's SQLite file. Open it once per room; every method is thread-safe."""
 
     def __init__(self, path: Path) -> None:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from .._exceptions import UsageError
-from ._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat
+from ._base import Conversation, EncodedRequest, ErrorResponse, ModelTurn, Rule, StreamDecoder, WireFormat
 
 __all__ = [
     "PROVIDERS",
@@ -27,7 +27,7 @@ __all__ = [
     "Route",
     "Rule",
     "StreamDecoder",
-    "WireError",
+    "ErrorResponse",
     "WireFormat",
     "get_wire_format",
     "route",

@@ -30,7 +30,7 @@ __all__ = [
     "ModelTurn",
     "Rule",
     "StreamDecoder",
-    "WireError",
+    "ErrorResponse",
     "WireFormat",
     "seeded_token",
     "stable_token",
@@ -199,7 +199,7 @@ class ModelTurn:
         return f"{self.seed}/{self.request}" if self.request else self.seed
 
 
-class WireError(Exception):
+class ErrorResponse(Exception):
     """A provider-shaped error response: exact status, headers and body."""
 
     def __init__(
@@ -274,7 +274,7 @@ class WireFormat(ABC):
 
         `body` is the raw request body (any bytes: decoding and checking it is this method's job).
         `path_model` and `path_stream` come from the URL where the provider puts them there
-        (Gemini). Raise `WireError`
+        (Gemini). Raise `ErrorResponse`
         with the provider's exact status and text for the first violation, schema checks first, then
         the ordering and pairing rules.
         """
@@ -314,8 +314,8 @@ class WireFormat(ABC):
         param: str | None = None,
         code: str | None = None,
         message_index: int | None = None,
-    ) -> WireError:
-        """A `WireError` in this provider's error envelope."""
+    ) -> ErrorResponse:
+        """An `ErrorResponse` in this provider's error envelope."""
 
     media_type: str = "application/json"
     """The `content-type` of a JSON answer, as the real API spells it."""
@@ -332,7 +332,7 @@ class WireFormat(ABC):
         (Gemini's front end adds its own)."""
         return {}
 
-    def identified_error_body(self, error: WireError, request_digest: str) -> bytes:
+    def identified_error_body(self, error: ErrorResponse, request_digest: str) -> bytes:
         """`error.body` as it goes out for the request `request_digest`: a provider that repeats its
         request id inside the error body (Anthropic) puts the request's own id there."""
         return error.body

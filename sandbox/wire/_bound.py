@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from ..messages._types import Request, Response
-from ._base import Conversation, EncodedRequest, ModelTurn, Rule, StreamDecoder, WireError, WireFormat
+from ._base import Conversation, EncodedRequest, ErrorResponse, ModelTurn, Rule, StreamDecoder, WireFormat
 
 __all__ = ["Bound", "Jobs"]
 
@@ -33,7 +33,7 @@ class _Error(Protocol):
         param: str | None = None,
         code: str | None = None,
         message_index: int | None = None,
-    ) -> WireError: ...
+    ) -> ErrorResponse: ...
 
 
 @dataclass(frozen=True)
@@ -78,5 +78,5 @@ class Bound(WireFormat):
         param: str | None = None,
         code: str | None = None,
         message_index: int | None = None,
-    ) -> WireError:
+    ) -> ErrorResponse:
         return self.jobs.error(status, message, rule=rule, param=param, code=code, message_index=message_index)

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._base import HEX, Rule, WireError, unique_token
+from ._base import HEX, ErrorResponse, Rule, unique_token
 from ._json import loads
 from ._sse import to_bytes
 
@@ -37,13 +37,13 @@ def openai_request_headers(request_digest: str) -> dict[str, str]:
 
 def openai_error(
     status: int, envelope: Mapping[str, Any], *, rule: Rule, message_index: int | None = None
-) -> WireError:
+) -> ErrorResponse:
     """The envelope as the real API sends it, pretty-printed with two-space indents: Chat Completions
     (neuron-core/neuron-ai#292) and Responses alike (a relayed Responses body, quoted raw in a public
     issue: `'{\\n  "error": {\\n    "message": "No tool call found for function call output ...`)."""
     body = to_bytes(json.dumps(envelope, indent=2, ensure_ascii=False))
     message = envelope["error"]["message"]
-    return WireError(
+    return ErrorResponse(
         status,
         body,
         message=message,

@@ -14,7 +14,7 @@ from sandbox import skyl
 from sandbox.grading.boundary._implementations import Implementations
 from sandbox.grading.boundary._marshal import RemoteError, error_from_data, read_value, to_data
 from sandbox.grading.boundary._protocol import ImplementationError
-from sandbox.grading.boundary._runner import OUTPUT_LIMIT, TimedOut, Worker, WorkerDied, Zygote
+from sandbox.grading.boundary._runner import OUTPUT_LIMIT, TimedOut, WorkerDied, WorkerProcess, Zygote
 from sandbox.grading.judge._challenge import Deadlines
 
 MODULE = """
@@ -69,10 +69,10 @@ def zygote() -> Iterator[Zygote]:
 
 
 @pytest.fixture
-def worker(zygote: Zygote, tmp_path: Path) -> Iterator[Worker]:
+def worker(zygote: Zygote, tmp_path: Path) -> Iterator[WorkerProcess]:
     module = tmp_path / "learner.py"
     module.write_text(MODULE)
-    started = Worker(zygote)
+    started = WorkerProcess(zygote)
     reply = started.request({"op": "load", "path": str(module), "shown_as": "learner.py"}, 30)
     assert reply["op"] == "loaded", reply
     started.functions = reply["functions"]
@@ -80,13 +80,13 @@ def worker(zygote: Zygote, tmp_path: Path) -> Iterator[Worker]:
     started.close()
 
 
-def call(worker: Worker, function: str, *args: object, seconds: float = 30) -> dict[str, object]:
+def call(worker: WorkerProcess, function: str, *args: object, seconds: float = 30) -> dict[str, object]:
     specs = [{"kind": "value", "value": to_data(arg)} for arg in args]
     message = {"op": "call", "function": function, "args": specs, "base": "http://127.0.0.1:9/x", "provider": "openai"}
     return worker.request({**message, "mode": "sync"}, seconds)
 
 
-def test_a_value_comes_back_as_data(worker: Worker) -> None:
+def test_a_value_comes_back_as_data(worker: WorkerProcess) -> None:
     assert worker.functions == {
         "double": False,
         "fails": False,
@@ -104,29 +104,29 @@ def test_a_value_comes_back_as_data(worker: Worker) -> None:
     assert isinstance(response, skyl.Response) and response.text() == "hi"
 
 
-def test_a_value_of_any_other_type_prints_as_it_did(worker: Worker) -> None:
+def test_a_value_of_any_other_type_prints_as_it_did(worker: WorkerProcess) -> None:
     value = read_value(call(worker, "odd")["value"])
     assert type(value).__name__ == "object" and repr(value).startswith("<object object at")
 
 
-def test_an_error_comes_back_with_the_learners_frames(worker: Worker) -> None:
+def test_an_error_comes_back_with_the_learners_frames(worker: WorkerProcess) -> None:
     error = error_from_data(call(worker, "fails")["error"])
     assert isinstance(error, RemoteError) and type(error).__name__ == "KeyError" and str(error) == "'missing'"
     assert [(frame.name, frame.line) for frame in error.frames] == [("fails", 'return {}["missing"]')]
 
 
-def test_a_hang_times_out_and_the_worker_and_its_detached_children_die(worker: Worker, zygote: Zygote) -> None:
+def test_a_hang_times_out_and_the_worker_and_its_detached_children_die(worker: WorkerProcess, zygote: Zygote) -> None:
     with pytest.raises(TimedOut):
         call(worker, "spin", seconds=0.3)
     assert zygote.status(worker.pid, wait=10) is not None, "the zygote reaped the killed worker"
 
 
-def test_a_worker_that_exits_is_described(worker: Worker) -> None:
+def test_a_worker_that_exits_is_described(worker: WorkerProcess) -> None:
     with pytest.raises(WorkerDied, match=r"its process exited with code 7"):
         call(worker, "exits")
 
 
-def test_printed_output_is_kept_to_a_readable_size(worker: Worker) -> None:
+def test_printed_output_is_kept_to_a_readable_size(worker: WorkerProcess) -> None:
     call(worker, "noisy")
     out, err = worker.output()
     assert len(out) <= OUTPUT_LIMIT and "characters of output cut: print less" in out
@@ -140,7 +140,7 @@ def test_detached_processes_die_with_the_zygote(tmp_path: Path) -> None:
     module = tmp_path / "learner.py"
     module.write_text(MODULE)
     zygote = Zygote()
-    worker = Worker(zygote)
+    worker = WorkerProcess(zygote)
     worker.request({"op": "load", "path": str(module), "shown_as": "learner.py"}, 30)
     with pytest.raises(TimedOut):
         call(worker, "detach_and_spin", seconds=0.5)

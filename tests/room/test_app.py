@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandbox.room import RoomService, Store
+from sandbox.room import RoomDatabase, RoomService
 from sandbox.room._export import folder_name
 from sandbox.room._guard import RateLimit
 from tests.room_server import APPEND_ONCE, TITLES, Learner, Served, run, serving_room
@@ -87,7 +87,7 @@ def test_room_columns_come_only_from_its_catalogue(served: Served, tmp_path: Pat
     response = ada.post({"challenges": {**invented, "01_apply_tool_results": {"passed": 1}}})
     assert response.status_code == 400 and "not one of this room's challenges" in response.json()["error"]["message"]
     assert [item["name"] for item in served.instructor("/api/state").json()["challenges"]] == list(TITLES)
-    outside = RoomService(Store(tmp_path / "outside.db"))  # started outside a checkout: the package's catalogue
+    outside = RoomService(RoomDatabase(tmp_path / "outside.db"))  # started outside a checkout: the package's catalogue
     names = [item["name"] for item in outside.room.snapshot(0)["challenges"]]
     assert names[:2] == ["01_apply_tool_results", "02_bounded_loop"] and len(names) == 10
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from sandbox.grading.judge._lessons import lesson_for_diagnosis
-from sandbox.room import RoomService, Store
+from sandbox.room import RoomDatabase, RoomService
 from sandbox.room._export import folder_name
 from sandbox.room._model import Room, parse_run
 from tests.room_server import APPEND_ONCE, TITLES, TURN_FIRST, Learner, run, serving_room
@@ -267,7 +267,7 @@ def test_room_export_csv_and_one_results_json_per_learner(served) -> None:  # ty
 
 
 def test_room_store_keeps_only_digests_of_secrets(tmp_path: Path) -> None:
-    store = Store(tmp_path / "room.db")
+    store = RoomDatabase(tmp_path / "room.db")
     service = RoomService(store)
     assert store.add_learner("ada", "rt-secret-token", "sk-room-secret-key", 0.0, 1e12)
     store.close()

@@ -31,7 +31,7 @@ from sandbox.messages._types import (
     tool_result_message,
     user_text,
 )
-from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format
+from sandbox.wire import Conversation, ErrorResponse, ModelTurn, Rule, get_wire_format
 from sandbox.wire._base import BASE58
 from sandbox.wire._sse import SSEEvent, iter_sse
 from sandbox.wire.anthropic import WIRE, Anthropic
@@ -156,8 +156,8 @@ def parse(raw: bytes) -> Conversation:
     return WIRE.parse_request(raw, path_model=None, path_stream=False)
 
 
-def rejection(raw: bytes) -> WireError:
-    with pytest.raises(WireError) as caught:
+def rejection(raw: bytes) -> ErrorResponse:
+    with pytest.raises(ErrorResponse) as caught:
         parse(raw)
     return caught.value
 
@@ -950,7 +950,7 @@ def mutate(document: Any, path: tuple[Any, ...], replacement: Any, delete: bool)
 def parses_or_rejects(raw: bytes) -> None:
     try:
         parse(raw)
-    except WireError as error:
+    except ErrorResponse as error:
         assert error.status == 400 and json.loads(error.body)["error"]["message"] == error.message
 
 
@@ -1131,7 +1131,7 @@ def sdk(turns: list[ModelTurn]) -> tuple[anthropic.Anthropic, list[Conversation]
         assert request.url.path == "/v1/messages" and request.headers["anthropic-version"]
         try:
             parsed = parse(request.content)
-        except WireError as error:
+        except ErrorResponse as error:
             return httpx2.Response(error.status, headers=error.headers, content=error.body)
         seen.append(parsed)
         turn = turns[len(seen) - 1]

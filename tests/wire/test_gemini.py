@@ -33,7 +33,7 @@ from sandbox.messages._types import (
     user_text,
 )
 from sandbox.skyl._collect import collect_stream
-from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format, route
+from sandbox.wire import Conversation, ErrorResponse, ModelTurn, Rule, get_wire_format, route
 from sandbox.wire._sse import SSEEvent, iter_sse
 from sandbox.wire.gemini import WIRE, Gemini
 from sandbox.wire.gemini._validate import G1, G2, G3, MIXED, ROLE
@@ -104,8 +104,8 @@ def parse(raw: bytes, *, stream: bool = False) -> Conversation:
     return WIRE.parse_request(raw, path_model=MODEL, path_stream=stream)
 
 
-def rejection(raw: bytes) -> WireError:
-    with pytest.raises(WireError) as info:
+def rejection(raw: bytes) -> ErrorResponse:
+    with pytest.raises(ErrorResponse) as info:
         parse(raw)
     return info.value
 
@@ -865,7 +865,7 @@ def mutate(value: Any, data: st.DataObject) -> Any:
 def assert_only_wire_errors(raw: bytes) -> None:
     try:
         conv = parse(raw)
-    except WireError as error:
+    except ErrorResponse as error:
         assert error.status == 400 and json.loads(error.body)["error"]["message"] == error.message
     else:
         assert len(conv.messages) == len(conv.paths)
@@ -1093,7 +1093,7 @@ def fake_gemini(script: Script) -> tuple[httpx2.Client, list[str]]:
         assert found is not None and found.provider == "gemini"
         try:
             conv = WIRE.parse_request(request.content, path_model=found.model, path_stream=found.stream)
-        except WireError as error:
+        except ErrorResponse as error:
             return httpx2.Response(error.status, content=error.body, headers=error.headers)
         turn = script(conv)
         if conv.stream:

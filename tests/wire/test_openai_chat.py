@@ -32,7 +32,7 @@ from sandbox.messages._types import (
     tool_result_message,
     user_text,
 )
-from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format
+from sandbox.wire import Conversation, ErrorResponse, ModelTurn, Rule, get_wire_format
 from sandbox.wire._sse import SSEParser, iter_sse
 from sandbox.wire.openai_chat import WIRE, OpenAIChat
 from sandbox.wire.openai_chat._validate import NOT_JSON
@@ -80,13 +80,13 @@ def parse(raw: bytes) -> Conversation:
     return WIRE.parse_request(raw, path_model=None, path_stream=False)
 
 
-def rejection(raw: bytes) -> WireError:
-    with pytest.raises(WireError) as caught:
+def rejection(raw: bytes) -> ErrorResponse:
+    with pytest.raises(ErrorResponse) as caught:
         parse(raw)
     return caught.value
 
 
-def envelope(error: WireError) -> dict[str, Any]:
+def envelope(error: ErrorResponse) -> dict[str, Any]:
     data = json.loads(error.body)
     assert list(data) == ["error"] and list(data["error"]) == ["message", "type", "param", "code"]
     inner: dict[str, Any] = data["error"]
@@ -1041,7 +1041,7 @@ def mutate(value: Any, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
 def survives(raw: bytes) -> None:
     try:
         parse(raw)
-    except WireError as error:
+    except ErrorResponse as error:
         assert error.status == 400 and envelope(error)["message"]
 
 
@@ -1087,7 +1087,7 @@ def sdk_client(turn: ModelTurn, seen: list[Conversation] | None = None) -> opena
         assert request.url.path == "/v1/chat/completions"
         try:
             conv = WIRE.parse_request(request.content, path_model=None, path_stream=False)
-        except WireError as error:
+        except ErrorResponse as error:
             return httpx2.Response(error.status, content=error.body, headers=error.headers)
         if seen is not None:
             seen.append(conv)

@@ -30,7 +30,7 @@ from sandbox.messages._types import (
     tool_result_message,
     user_text,
 )
-from sandbox.wire import Conversation, ModelTurn, Rule, WireError, get_wire_format
+from sandbox.wire import Conversation, ErrorResponse, ModelTurn, Rule, get_wire_format
 from sandbox.wire._sse import SSEParser, iter_sse
 from sandbox.wire.openai_responses import WIRE, OpenAIResponses
 from sandbox.wire.openai_responses._validate import NON_JSON_MESSAGE
@@ -106,13 +106,13 @@ def parse(data: bytes) -> Conversation:
     return WIRE.parse_request(data, path_model=None, path_stream=False)
 
 
-def rejection(data: bytes) -> WireError:
-    with pytest.raises(WireError) as caught:
+def rejection(data: bytes) -> ErrorResponse:
+    with pytest.raises(ErrorResponse) as caught:
         parse(data)
     return caught.value
 
 
-def envelope(error: WireError) -> dict[str, Any]:
+def envelope(error: ErrorResponse) -> dict[str, Any]:
     decoded: dict[str, Any] = json.loads(error.body)["error"]
     return decoded
 
@@ -155,7 +155,7 @@ def sdk_client(*turns: ModelTurn, seen: list[Conversation] | None = None) -> ope
         assert request.url.path == "/v1/responses"
         try:
             parsed = parse(request.content)
-        except WireError as error:
+        except ErrorResponse as error:
             return httpx2.Response(error.status, content=error.body, headers=error.headers)
         if seen is not None:
             seen.append(parsed)
@@ -727,7 +727,7 @@ def mutate(data: Any, path: list[int], key: str, value: Any) -> Any:
 def parses_or_rejects(data: bytes) -> None:
     try:
         parse(data)
-    except WireError as error:
+    except ErrorResponse as error:
         assert 400 <= error.status < 500 and json.loads(error.body)["error"]["message"] == error.message
 
 

@@ -19,7 +19,7 @@ import sandbox
 from sandbox import skyl
 from sandbox.engine._catalogue import catalogue
 from sandbox.engine._engine import Engine, Exchange
-from sandbox.wire import PROVIDERS, Conversation, WireError, get_wire_format, route
+from sandbox.wire import PROVIDERS, Conversation, ErrorResponse, get_wire_format, route
 from sandbox.wire._openai import call_arguments
 from sandbox.wire.openai_responses import _parse as responses_parse
 from sandbox.wire.openai_responses._turns import START, Walked
@@ -32,12 +32,12 @@ WRONG: tuple[Any, ...] = (None, True, 0, 1.5, "x", "", [], {}, "true", -1, "c" *
 """What a node is replaced by: the wrong types, and values that are right somewhere else."""
 
 
-def read(provider: str, body: bytes) -> Conversation | WireError:
+def read(provider: str, body: bytes) -> Conversation | ErrorResponse:
     """The reader's conversation, or the provider's error it refused the body with. Anything else it
     raises fails the test."""
     try:
         return get_wire_format(provider).parse_request(body, path_model=MODEL, path_stream=False)
-    except WireError as error:
+    except ErrorResponse as error:
         assert 400 <= error.status < 500, f"{error.status}: {error.message}"
         assert json.loads(error.body)["error"]["message"] == error.message, "not in the provider's envelope"
         return error
@@ -46,7 +46,7 @@ def read(provider: str, body: bytes) -> Conversation | WireError:
 def accepted(provider: str, body: bytes) -> bool:
     """Whether the reader read `body`; it fails the test if it changed the body it read."""
     got = read(provider, body)
-    if isinstance(got, WireError):
+    if isinstance(got, ErrorResponse):
         return False
     assert got.raw == json.loads(body), "the reader changed the decoded body"
     assert len(got.paths) == len(got.messages)
@@ -446,7 +446,7 @@ def test_a_continuation_s_mutants_never_change_the_chain_they_go_on_from() -> No
         for mutant in mutants(data, WRONG):
             try:
                 responses_parse.parse_continuing(mutant, walked)
-            except WireError:
+            except ErrorResponse:
                 pass
         assert repr(walked) == before, "a walk changed the chain it went on from, which others share"
 

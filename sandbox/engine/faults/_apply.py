@@ -3,7 +3,7 @@ broken as the fault says and how an adapter must deliver them. Pure functions.""
 
 from __future__ import annotations
 
-from ...wire import Rule, WireError
+from ...wire import ErrorResponse, Rule
 from . import anthropic, gemini, openai
 from ._delivery import Delivery
 from ._plan import Applied
@@ -15,8 +15,8 @@ __all__ = ["FaultError", "fault_error", "shape"]
 _BODIES = {"openai": openai, "openai-responses": openai, "anthropic": anthropic, "gemini": gemini}
 
 
-class FaultError(WireError):
-    """A scripted fault's error response: a `WireError` whose rule is `Rule.FAULT`, so graders and
+class FaultError(ErrorResponse):
+    """A scripted fault's error response: a `ErrorResponse` whose rule is `Rule.FAULT`, so graders and
     journals never take it for the loop's mistake."""
 
     def __init__(self, applied: Applied, status: int, body: bytes, headers: dict[str, str], message: str) -> None:

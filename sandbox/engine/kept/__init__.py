@@ -35,11 +35,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...wire import Conversation, ModelTurn, WireError, WireFormat
+from ...wire import Conversation, ErrorResponse, ModelTurn, WireFormat
 from ...wire._sse import compact_bytes
 from ...wire.anthropic import Thread, Walk, thread_after
 from ...wire.openai_responses import LaterWalk, Walked, parse_continuing
-from ._chain import Replayed, Resume, Snapshot, snapshot_size
+from ._chain import ContinuationState, Replayed, Resume, snapshot_size
 from ._conversations import CONVERSATIONS, Conversations, conversation_id
 from ._errors import explain_missing_conversation, explain_missing_response
 from ._expanded import Expanded, input_items, joined_bytes, json_object
@@ -112,7 +112,7 @@ class KeptState:
     # -- before the engine -------------------------------------------------------------------------
 
     def expand(self, wire: WireFormat, body: bytes, owner: str = "") -> Expanded:
-        """The full request a continuation stands for; raise `WireError` for a thread the sandbox cannot
+        """The full request a continuation stands for; raise `ErrorResponse` for a thread the sandbox cannot
         continue. Anything it does not recognise goes on unchanged, for the wire format to judge.
         A returned `claim` must be given back: `keep` on success, `release` otherwise."""
         if wire.name == "anthropic" and b'"thread"' in body:
@@ -149,7 +149,7 @@ class KeptState:
             return wire.parse_request(expanded.whole, path_model=path_model, path_stream=path_stream)
         try:
             conversation, parser = parse_continuing(data, resume.walked)
-        except WireError:
+        except ErrorResponse:
             if resume.walked is None:
                 raise  # the whole request was walked: its error is the exact one
             resume.walked = resume.replayed = None
@@ -170,7 +170,7 @@ class KeptState:
         new_items = joined_bytes(new_input)
         rest = {key: value for key, value in data.items() if key not in ("previous_response_id", "input")}
         keep = data.get("store") is not False
-        snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
+        snapshot = claim.snapshot if isinstance(claim.snapshot, ContinuationState) else None
         walked = snapshot.walked if snapshot is not None else None
         if isinstance(walked, LaterWalk):
             walked = walked.walk()  # the first continuation of this response walks its answer's items
@@ -264,7 +264,7 @@ class KeptState:
         else:
             chain = sum(map(len, expanded.claim.history)) if expanded.claim is not None else 0
         chain += len(entry.items)
-        entry.snapshot = Snapshot(walked=walked, replayed=resume.out, chain_bytes=chain)
+        entry.snapshot = ContinuationState(walked=walked, replayed=resume.out, chain_bytes=chain)
         entry.snapshot_size = snapshot_size(walked, chain)
 
     def release(self, expanded: Expanded) -> None:
@@ -272,7 +272,7 @@ class KeptState:
         if expanded.claim is not None:
             self.store.release(expanded.claim)
 
-    def explain(self, error: WireError, expanded: Expanded) -> WireError:
+    def explain(self, error: ErrorResponse, expanded: Expanded) -> ErrorResponse:
         """The wire format's "not found" for a missing `previous_response_id`, with the sandbox's reason."""
         if expanded.missing_conversation is not None:
             return explain_missing_conversation(error, self.store)

@@ -3,9 +3,9 @@ chain, an Anthropic message thread, a conversation).
 
 May touch: the wire formats' walks (Responses `Walked`, `parse_continuing`; Anthropic `Thread`,
 `continue_thread`), the replay's position and the repeat guard's digest; never the store's bytes
-(the store holds a `Snapshot` beside an entry and counts its size). Each item of a chain was
+(the store holds a `ContinuationState` beside an entry and counts its size). Each item of a chain was
 checked when it arrived, so what reading, replaying and digesting the history left after a response
-is kept with it (`Snapshot`), and its continuation reads, checks and replays only its own `input` (a
+is kept with it (`ContinuationState`), and its continuation reads, checks and replays only its own `input` (a
 thread: its own `messages`), so that a long chain costs no more than a short one. The result is the
 one the whole request would get: a continuation that fails anywhere on the short way is checked
 again from the start, for the exact error.
@@ -28,7 +28,7 @@ from .._repeats import Digested
 from .._replay import Position
 from .._scenario import Scenario
 
-__all__ = ["Replayed", "Resume", "Snapshot", "snapshot_size"]
+__all__ = ["Replayed", "Resume", "ContinuationState", "snapshot_size"]
 
 SNAPSHOT_BYTES_PER_MESSAGE = 900
 """Memory a snapshot is counted per neutral message beyond its text: the message, its parts, its
@@ -56,7 +56,7 @@ class Replayed:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class ContinuationState:
     """What a response's continuation starts from."""
 
     walked: Walked | Thread | LaterWalk

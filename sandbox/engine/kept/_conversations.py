@@ -28,7 +28,7 @@ import json
 import urllib.parse
 from typing import Any
 
-from ...wire import Rule, WireError, get_wire_format
+from ...wire import ErrorResponse, Rule, get_wire_format
 from ...wire._json import loads
 from ._errors import explain_missing_conversation
 from ._store import ENTRY_OVERHEAD, Entry, Store
@@ -88,7 +88,7 @@ class Conversations:
         self.wire = get_wire_format("openai-responses")
 
     def handle(self, method: str, path: str, query: str, body: bytes, owner: str, seed: str) -> tuple[int, bytes]:
-        """Answer one request at `path` (under `CONVERSATIONS`); raise `WireError` for a bad one."""
+        """Answer one request at `path` (under `CONVERSATIONS`); raise `ErrorResponse` for a bad one."""
         parts = path[len(CONVERSATIONS) :].strip("/").split("/") if path != CONVERSATIONS else []
         method = method.upper()
         if not parts and method == "POST":
@@ -194,14 +194,14 @@ class Conversations:
         read together (another turn may be appending), or None."""
         return self.store.view(key, owner) if key.startswith("conv_") else None
 
-    def not_found(self, key: str) -> WireError:
+    def not_found(self, key: str) -> ErrorResponse:
         error = self.wire.error(404, f"Conversation with id '{key}' not found.", rule=Rule.NOT_FOUND)  # [OBS]
         return explain_missing_conversation(error, self.store)
 
-    def _item_not_found(self, item_id: str) -> WireError:
+    def _item_not_found(self, item_id: str) -> ErrorResponse:
         return self.wire.error(404, f"Item with id '{item_id}' not found.", rule=Rule.NOT_FOUND)  # [INF]
 
-    def _invalid(self, param: str, value: str, expected: str) -> WireError:
+    def _invalid(self, param: str, value: str, expected: str) -> ErrorResponse:
         return self.wire.error(
             400, f"Invalid '{param}': {value!r}. Expected {expected}.", rule=Rule.MALFORMED, param=param
         )  # [INF]

@@ -1,6 +1,6 @@
 """The errors of kept state, in the provider's words first and the sandbox's reason after.
 
-May touch: a wire format's error envelope (it builds `WireError`s), and the store's counters to say
+May touch: a wire format's error envelope (it builds `ErrorResponse`s), and the store's counters to say
 why an id is gone. The provider's own text comes first, unchanged, so an SDK or framework that
 matches on it still reacts the same; the sandbox's explanation follows after a blank line, as every
 `sandbox:` addition does.
@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ...wire import Rule, WireError, WireFormat
+from ...wire import ErrorResponse, Rule, WireFormat
 from ._store import Store
 
 __all__ = [
@@ -44,7 +44,7 @@ def bound(store: Store) -> str:
     )
 
 
-def thread_error(wire: WireFormat, status: int, message: str, error_code: str | None, **details: Any) -> WireError:
+def thread_error(wire: WireFormat, status: int, message: str, error_code: str | None, **details: Any) -> ErrorResponse:
     """Anthropic's envelope with the `error.details.error_code` the SDK branches on."""
     error = wire.error(status, message, rule=Rule.NOT_FOUND if status == 404 else Rule.MALFORMED)
     if error_code is None:
@@ -55,7 +55,7 @@ def thread_error(wire: WireFormat, status: int, message: str, error_code: str | 
     return error
 
 
-def thread_refusal(wire: WireFormat, previous: str, reason: str, store: Store) -> WireError:
+def thread_refusal(wire: WireFormat, previous: str, reason: str, store: Store) -> ErrorResponse:
     """Why the turn `previous` cannot be continued (`Store.claim`'s reason)."""
     if reason == "continued":
         return thread_error(
@@ -102,7 +102,7 @@ def thread_refusal(wire: WireFormat, previous: str, reason: str, store: Store) -
     )
 
 
-def fingerprint_mismatch(wire: WireFormat, changed: list[str]) -> WireError:
+def fingerprint_mismatch(wire: WireFormat, changed: list[str]) -> ErrorResponse:
     return thread_error(
         wire,
         400,
@@ -113,7 +113,7 @@ def fingerprint_mismatch(wire: WireFormat, changed: list[str]) -> WireError:
     )
 
 
-def unsupported_in_thread(wire: WireFormat, fields: Mapping[str, Any]) -> WireError | None:
+def unsupported_in_thread(wire: WireFormat, fields: Mapping[str, Any]) -> ErrorResponse | None:
     """`thread_unsupported_request` for a request field a thread cannot carry, or None."""
     unsupported = [name for name in _UNSUPPORTED_FIELDS if fields.get(name) is not None]
     if not unsupported:
@@ -130,7 +130,7 @@ def unsupported_in_thread(wire: WireFormat, fields: Mapping[str, Any]) -> WireEr
     )
 
 
-def explain_missing_response(error: WireError, reason: str, store: Store) -> WireError:
+def explain_missing_response(error: ErrorResponse, reason: str, store: Store) -> ErrorResponse:
     """OpenAI's `Previous response with id '...' not found.` with why the sandbox has no such response."""
     if reason in ("evicted", "broken"):
         why = (
@@ -155,7 +155,7 @@ def explain_missing_response(error: WireError, reason: str, store: Store) -> Wir
     return append_explanation(error, why)
 
 
-def explain_missing_conversation(error: WireError, store: Store) -> WireError:
+def explain_missing_conversation(error: ErrorResponse, store: Store) -> ErrorResponse:
     """OpenAI's `Conversation with id '...' not found.` with where the sandbox keeps conversations."""
     where = (
         "the memory of one sandbox (one `sandbox serve` process, one transport, one `mock()` block)"
@@ -170,7 +170,7 @@ def explain_missing_conversation(error: WireError, store: Store) -> WireError:
     )
 
 
-def append_explanation(error: WireError, why: str) -> WireError:
+def append_explanation(error: ErrorResponse, why: str) -> ErrorResponse:
     """`error` with `why` after its message, in the body and on the exception alike."""
     data = json.loads(error.body)
     envelope = data.get("error") if isinstance(data, dict) else None

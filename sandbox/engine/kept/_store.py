@@ -72,7 +72,7 @@ class Entry:
     in_flight: bool = False
     """A continuation of it is being answered right now."""
     snapshot: object = None
-    """What its continuation starts from (`_chain.Snapshot`), if the store holds it (memory only)."""
+    """What its continuation starts from (`_chain.ContinuationState`), if the store holds it (memory only)."""
     snapshot_size: int = 0
     chain: tuple[str, ...] | None = None
     """With a snapshot: the keys of its chain, oldest first, so a claim finds them without a walk."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...wire import Conversation, WireError, WireFormat
+from ...wire import Conversation, ErrorResponse, WireFormat
 from ...wire._sse import compact_bytes
 from ...wire.anthropic import Thread, continue_thread, walk_thread
-from ._chain import Resume, Snapshot
+from ._chain import ContinuationState, Resume
 from ._errors import fingerprint_mismatch, thread_error, thread_refusal, unsupported_in_thread
 from ._expanded import Expanded, joined_bytes, reads_alike
 from ._store import Claim, Store
@@ -26,7 +26,7 @@ THREAD_CREATE_ONLY = ("system", "tools")
 
 
 def expand_thread(store: Store, wire: WireFormat, data: dict[str, Any], owner: str) -> Expanded:
-    """The whole request a `thread` request stands for; raise `WireError` for one the sandbox cannot
+    """The whole request a `thread` request stands for; raise `ErrorResponse` for one the sandbox cannot
     continue. A continuation's claim must be given back (`KeptState.keep` or `release`)."""
     thread = data["thread"]
     rest = {key: value for key, value in data.items() if key != "thread"}
@@ -58,7 +58,7 @@ def expand_thread(store: Store, wire: WireFormat, data: dict[str, Any], owner: s
         messages = []
     new_items = joined_bytes(messages)
     fields = {**rest, **stored}
-    snapshot = claim.snapshot if isinstance(claim.snapshot, Snapshot) else None
+    snapshot = claim.snapshot if isinstance(claim.snapshot, ContinuationState) else None
     resume, short = Resume(), None
     if snapshot is not None and isinstance(snapshot.walked, Thread) and reads_alike(compact_bytes(rest), new_items):
         resume.walked, resume.replayed = snapshot.walked, snapshot.replayed
@@ -82,7 +82,7 @@ def parse_thread(wire: WireFormat, expanded: Expanded, resume: Resume) -> Conver
     if isinstance(resume.walked, Thread) and expanded.short is not None:
         try:
             conversation, walk = continue_thread(expanded.short, resume.walked)
-        except WireError:
+        except ErrorResponse:
             resume.walked = resume.replayed = None  # walked whole, for the exact error
         else:
             resume.parser, resume.tail_only = walk, True

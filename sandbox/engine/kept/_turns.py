@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...wire import WireError
+from ...wire import ErrorResponse
 from ...wire._sse import compact_bytes
 from ...wire.openai_responses import Walked, parse_continuing, walk_answer
-from ._chain import Resume, Snapshot, snapshot_size
+from ._chain import ContinuationState, Resume, snapshot_size
 from ._conversations import Conversations, normalised
 from ._expanded import Expanded, input_items, joined_bytes, reads_alike
 
@@ -39,8 +39,12 @@ def expand_conversation(
     new_items = joined_bytes(new_input)
     rest = {name: value for name, value in data.items() if name not in ("conversation", "input")}
     resume, short = Resume(), None
-    walked = snapshot.walked if isinstance(snapshot, Snapshot) else None  # a conversation's: never a LaterWalk
-    if isinstance(snapshot, Snapshot) and isinstance(walked, Walked) and reads_alike(compact_bytes(rest), new_items):
+    walked = snapshot.walked if isinstance(snapshot, ContinuationState) else None  # a conversation's: never a LaterWalk
+    if (
+        isinstance(snapshot, ContinuationState)
+        and isinstance(walked, Walked)
+        and reads_alike(compact_bytes(rest), new_items)
+    ):
         resume.walked, resume.replayed, resume.chain_bytes = walked, snapshot.replayed, snapshot.chain_bytes
         short = {**rest, "input": new_input}
     return Expanded(
@@ -74,7 +78,7 @@ def append_turn(
     )
 
 
-def _snapshot(expanded: Expanded, model: str, added: list[dict[str, Any]], appended: bytes) -> Snapshot | None:
+def _snapshot(expanded: Expanded, model: str, added: list[dict[str, Any]], appended: bytes) -> ContinuationState | None:
     """The walk of the conversation's items with `added` after them, or None where it cannot be made
     to judge the next turn as its whole walk would."""
     resume = expanded.resume
@@ -88,10 +92,10 @@ def _snapshot(expanded: Expanded, model: str, added: list[dict[str, Any]], appen
         sent = [*json.loads(b"[" + b",".join(part for part in (items, *later) if part) + b"]"), *sent]
     try:
         _, parser = parse_continuing({"model": model, "input": sent}, base)
-    except WireError:
+    except ErrorResponse:
         return None
     walked = walk_answer(parser, output)
     if walked is None:
         return None
     chain = (resume.chain_bytes if base is not None else expanded.conversation_bytes) + len(appended) + 1
-    return Snapshot(walked, resume.out, chain)
+    return ContinuationState(walked, resume.out, chain)

@@ -11,7 +11,7 @@ from ._endpoint import Endpoint
 from ._isolation import INSIDE, Isolation
 from ._protocol import ImplementationError
 from ._reaper import become_subreaper, sweep_children
-from ._runner import TimedOut, Worker, WorkerDied, Zygote, show_output
+from ._runner import TimedOut, WorkerDied, WorkerProcess, Zygote, show_output
 from ._submission import read_submission
 from ._zygotes import shared_zygote
 
@@ -29,7 +29,7 @@ class Implementations:
         self.isolation = isolation or Isolation(False)
         self._zygote: Zygote | None = None
         self._endpoint: Endpoint | None = None
-        self._workers: dict[Path, Worker] = {}
+        self._workers: dict[Path, WorkerProcess] = {}
         self._failed: dict[Path, ImplementationError] = {}
 
     def start(self) -> None:
@@ -51,7 +51,7 @@ class Implementations:
             self._endpoint = Endpoint(unix=unix)
         return self._endpoint
 
-    def get(self, path: Path, shown_as: str, seconds: float, *, take_away: bool = False) -> Worker:
+    def get(self, path: Path, shown_as: str, seconds: float, *, take_away: bool = False) -> WorkerProcess:
         """The live worker for `path`, importing it (within `seconds`) in a fresh one when needed.
 
         `take_away`: skyl's stream collector is off limits in that worker from before the import on."""
@@ -67,7 +67,7 @@ class Implementations:
         except ImplementationError as unreadable:
             self._failed[path] = unreadable
             raise
-        worker = Worker(self._zygote)
+        worker = WorkerProcess(self._zygote)
         try:
             load = {"op": "load", "path": str(path), "shown_as": shown_as, "source": source, "take_away": take_away}
             reply = worker.request(load, seconds)

@@ -1,6 +1,6 @@
 """Run learner code in worker processes, from the grader's side: spawn, send, wait, kill.
 
-Learner code never runs in the grader's process: a `Worker` (forked by the `Zygote`, see `learner._zygote`)
+Learner code never runs in the grader's process: a `WorkerProcess` (forked by the `Zygote`, see `learner._zygote`)
 imports the learner's module and runs each call; the grader waits for its answer under a deadline
 and kills the worker's whole process group when it passes. A worker that dies, hangs or answers
 nonsense fails the test it was serving; the next test gets a fresh one. What the learner's code
@@ -37,7 +37,7 @@ __all__ = [
     "OUTPUT_LIMIT",
     "Outcome",
     "TimedOut",
-    "Worker",
+    "WorkerProcess",
     "WorkerDied",
     "WorkerError",
     "Zygote",
@@ -272,7 +272,7 @@ class Zygote:
         return self._errors.read()[-3000:].decode(errors="replace")
 
 
-class Worker:
+class WorkerProcess:
     """One worker process, serving one learner module."""
 
     def __init__(self, zygote: Zygote) -> None:

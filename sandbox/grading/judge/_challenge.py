@@ -15,7 +15,7 @@ from ...engine.faults import Fault
 from ..boundary._endpoint import Endpoint
 from ..boundary._implementations import Implementations
 from ..boundary._protocol import ImplementationError
-from ..boundary._runner import Worker, WorkerError
+from ..boundary._runner import WorkerError, WorkerProcess
 from ._dialogue import TAKEN_AWAY, Dialogue
 from ._owner import LearnerFunction
 from ._probe import WAIT
@@ -105,7 +105,7 @@ class Challenge:
         self._dialogues: list[Dialogue] = []
 
     @property
-    def worker(self) -> Worker:
+    def worker(self) -> WorkerProcess:
         """The process running the implementation, with its module imported."""
         __tracebackhide__ = True
         stopped = self._deadlines.stopped(self.name, self.test)

@@ -33,13 +33,13 @@ from ._report import ResultsFile
 from ._state import State, digest
 from ._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
-__all__ = ["CAPTURE_LIMIT", "Harness", "Ref"]
+__all__ = ["CAPTURE_LIMIT", "Harness", "ChallengeRef"]
 PACKAGE = Path(__file__).resolve().parent.parent.parent
 """The sandbox package: what the integrity check keeps, with the challenges folders."""
 
 
 @dataclass(frozen=True)
-class Ref:
+class ChallengeRef:
     """The challenge a test grades: its name, and the folder its `exercise.py` sits in."""
 
     name: str
@@ -49,7 +49,9 @@ class Ref:
 class Harness:
     """The challenge machinery for one session: implementations, deadlines, verdicts, summary, report."""
 
-    def __init__(self, config: pytest.Config, refs: dict[str, Ref], isolation: Isolation, deselected: set[str]) -> None:
+    def __init__(
+        self, config: pytest.Config, refs: dict[str, ChallengeRef], isolation: Isolation, deselected: set[str]
+    ) -> None:
         self.config = config
         self.refs = refs
         self.deselected = deselected
@@ -85,7 +87,7 @@ class Harness:
         except ValueError:  # outside the directory pytest runs in: the full path is clearer
             return str(path)
 
-    def source(self, ref: Ref) -> Path:
+    def source(self, ref: ChallengeRef) -> Path:
         return self.impl_dir / f"{ref.name}.py" if self.impl_dir else ref.folder / "exercise.py"
 
     def challenge_for(self, nodeid: str) -> Challenge:

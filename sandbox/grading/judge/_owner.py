@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..boundary._endpoint import Endpoint
-from ..boundary._runner import Worker
+from ..boundary._runner import WorkerProcess
 
 __all__ = ["LearnerFunction", "Owner"]
 
@@ -33,7 +33,7 @@ class Owner(Protocol):
     shown_as: str
 
     @property
-    def worker(self) -> Worker: ...
+    def worker(self) -> WorkerProcess: ...
 
     @property
     def endpoint(self) -> Endpoint: ...

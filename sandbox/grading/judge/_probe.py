@@ -22,7 +22,7 @@ WAIT = 0.5
 
 
 @dataclass
-class _Turn:
+class _ProbeTurn:
     calls: list[ToolCall]
     started: asyncio.Event = field(default_factory=asyncio.Event)
     finished: dict[int, asyncio.Event] = field(default_factory=dict)
@@ -48,7 +48,7 @@ class ConcurrencyProbe:
         """How long a call waits for its siblings (shorter once the learner's loop was seen sequential)."""
         self._journal = journal
         self._output = output
-        self._turns: dict[int, _Turn] = {}
+        self._turns: dict[int, _ProbeTurn] = {}
         self._at_once = (0, 0)
         self.one_at_a_time: tuple[int, ToolCall] | None = None
         """The turn (its request number) and the call that waited in vain for its siblings: the turn
@@ -69,7 +69,7 @@ class ConcurrencyProbe:
         number = len(self._journal)
         last = self._journal.last
         calls = last.turn.message.tool_calls() if last is not None and last.turn is not None else []
-        turn = self._turns.setdefault(number, _Turn(calls))
+        turn = self._turns.setdefault(number, _ProbeTurn(calls))
         position = turn.position(call)
         turn.running += 1
         turn.most = max(turn.most, turn.running)
@@ -78,7 +78,7 @@ class ConcurrencyProbe:
         finally:
             turn.running -= 1
 
-    async def _run(self, call: ToolCall, turn: _Turn, number: int, position: int) -> str:
+    async def _run(self, call: ToolCall, turn: _ProbeTurn, number: int, position: int) -> str:
         if len(turn.claimed) >= len(turn.calls):
             turn.started.set()
         if self.one_at_a_time is None:

@@ -20,7 +20,7 @@ import httpx
 
 from ...adapters._transport import SandboxTransport
 from ...engine._refusals import model_not_found
-from ...wire import Rule, WireError, get_wire_format
+from ...wire import ErrorResponse, Rule, get_wire_format
 from ._lessons import Lesson
 from ._retries import RETRY
 
@@ -101,7 +101,7 @@ def refusal_text(provider: str, status: int = 400, model: str = "") -> str:
     return _OTHERS[provider, status][0].format(model=model)
 
 
-def refusal(provider: str, status: int = 400, model: str = "") -> WireError:
+def refusal(provider: str, status: int = 400, model: str = "") -> ErrorResponse:
     """The provider's refusal with `status` (400: the context-length one; 404: `model` not found), as
     its response."""
     message = refusal_text(provider, status, model)

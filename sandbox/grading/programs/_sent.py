@@ -12,7 +12,8 @@ from __future__ import annotations
 from ...engine._engine import Exchange
 from ...messages._types import Message
 from ...wire import route
-from ...wire.anthropic._body import Invalid, load_json
+from ...wire.anthropic._body import Rejection as AnthropicRejection
+from ...wire.anthropic._body import load_json
 from ...wire.anthropic._parse import to_neutral as _anthropic_neutral
 from ...wire.anthropic._validate import validate_schema
 from ...wire.gemini._body import Rejection as GeminiRejection
@@ -42,7 +43,7 @@ def sent_messages(exchange: Exchange) -> tuple[Message, ...] | None:
         if found.provider == "gemini":
             parsed = read_request(exchange.request_body)
             return tuple(_gemini_neutral(parsed, *merge_model_runs(parsed.contents))[0])
-    except (ChatRejection, Invalid, GeminiRejection, LookupError, TypeError, ValueError, AttributeError):
+    except (ChatRejection, AnthropicRejection, GeminiRejection, LookupError, TypeError, ValueError, AttributeError):
         return None  # not even the shape was right: the provider's own message says what is wrong
     return None  # OpenAI Responses: its parser checks shape and order in one pass
 

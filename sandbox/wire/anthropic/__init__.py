@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...messages._types import Reasoning
-from .._base import BASE58, Conversation, WireError, stable_token
+from .._base import BASE58, Conversation, ErrorResponse, stable_token
 from .._bound import Bound, Jobs
 from . import _client, _encode, _parse, _reasoning
 from ._thread import Thread, Walk, continue_thread, thread_after, walk_thread
@@ -44,7 +44,7 @@ class Anthropic(Bound):
         """`request-id`, which the SDK reads into `message._request_id` and `exc.request_id` (reference A.5)."""
         return {"request-id": _encode.request_id(request_digest)}
 
-    def identified_error_body(self, error: WireError, request_digest: str) -> bytes:
+    def identified_error_body(self, error: ErrorResponse, request_digest: str) -> bytes:
         return _encode.identified_error_body(error, request_digest)
 
     def parse_request(self, body: bytes, *, path_model: str | None, path_stream: bool) -> Conversation:

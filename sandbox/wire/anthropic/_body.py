@@ -1,6 +1,6 @@
 """An Anthropic Messages request body as the API reads it: the JSON (with the API's own "not valid
 JSON" texts), and the checked shape that `_validate` builds and `_rules` walks. Touches only the
-request bytes; raises nothing but `Invalid`.
+request bytes; raises nothing but `Rejection`.
 
 The API validates the body like a pydantic model and answers `<loc>: <msg>`
 (`messages.0.content: Input should be a valid list`), then applies its tool-pairing rules, in the
@@ -24,10 +24,10 @@ from ...messages._types import Tool
 from .._base import Rule
 from .._json import decode
 
-__all__ = ["Block", "Body", "Invalid", "WireMessage", "fail", "load_json"]
+__all__ = ["Block", "Body", "Rejection", "WireMessage", "fail", "load_json"]
 
 
-class Invalid(Exception):
+class Rejection(Exception):
     """One violation: the API's message, and where it points in the request's `messages`."""
 
     def __init__(
@@ -85,7 +85,7 @@ class Body:
 
 
 def fail(where: str, message: str) -> NoReturn:
-    raise Invalid(f"{where}: {message}" if where else message)
+    raise Rejection(f"{where}: {message}" if where else message)
 
 
 # -- JSON -------------------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 def _not_json(reason: str, text: str, pos: int) -> NoReturn:
     line = text.count("\n", 0, pos) + 1
     column = pos - text.rfind("\n", 0, pos)
-    raise Invalid(f"{_NOT_JSON}: {reason}: line {line} column {column} (char {pos})")
+    raise Rejection(f"{_NOT_JSON}: {reason}: line {line} column {column} (char {pos})")
 
 
 def _reason(error: json.JSONDecodeError) -> str:
@@ -149,7 +149,7 @@ def _check_surrogates(text: str) -> None:
 
 
 def load_json(body: bytes) -> Any:
-    """The decoded body, or `Invalid` with the API's "not valid JSON" message."""
+    """The decoded body, or `Rejection` with the API's "not valid JSON" message."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -157,7 +157,7 @@ def load_json(body: bytes) -> Any:
         _not_json("invalid UTF-8 encoding in string", good, len(good))  # [INF]
     if not text:
         # [INF] orjson's own wording for an empty document.
-        raise Invalid(f"{_NOT_JSON}: Input is a zero-length, empty document: line 1 column 1 (char 0)")
+        raise Rejection(f"{_NOT_JSON}: Input is a zero-length, empty document: line 1 column 1 (char 0)")
     try:
         data = decode(text, _DECODER)
     except _Constant as error:
@@ -165,9 +165,9 @@ def load_json(body: bytes) -> Any:
     except json.JSONDecodeError as error:
         _not_json(_reason(error), text, error.pos)
     except ValueError:  # an integer longer than Python's 4300-digit conversion limit
-        raise Invalid(f"{_NOT_JSON}: number out of range") from None  # [INF]
+        raise Rejection(f"{_NOT_JSON}: number out of range") from None  # [INF]
     except RecursionError:
-        raise Invalid(f"{_NOT_JSON}: recursion limit exceeded") from None  # [INF]
+        raise Rejection(f"{_NOT_JSON}: recursion limit exceeded") from None  # [INF]
     if "\\u" in text:
         _check_surrogates(text)
     return data

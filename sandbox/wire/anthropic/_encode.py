@@ -13,9 +13,9 @@ from ...messages._types import Message, ToolResult
 from .._base import (
     BASE58,
     Conversation,
+    ErrorResponse,
     ModelTurn,
     Rule,
-    WireError,
     split_fragments,
     stable_token,
     unique_token,
@@ -41,7 +41,7 @@ def request_id(request_digest: str) -> str:
     return "req_011C" + unique_token(f"request-id:{request_digest}", 20, BASE58)
 
 
-def identified_error_body(error: WireError, request_digest: str) -> bytes:
+def identified_error_body(error: ErrorResponse, request_digest: str) -> bytes:
     """The body repeats the header's request id as its top-level `request_id` (reference A.5)."""
     try:
         body = json.loads(error.body)
@@ -170,7 +170,7 @@ def error(
     param: str | None = None,
     code: str | None = None,
     message_index: int | None = None,
-) -> WireError:
+) -> ErrorResponse:
     """Anthropic's envelope has no `param` or `code`; both are accepted and dropped."""
     kind = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     request_id = "req_011C" + stable_token(f"{status}:{message}", 20, BASE58)
@@ -181,7 +181,7 @@ def error(
         # Real 400s say false; we say it for every status, as a scripted error never heals on retry.
         "x-should-retry": "false",
     }
-    return WireError(
+    return ErrorResponse(
         status,
         to_bytes(dumps(body)),
         message=message,

@@ -1,6 +1,6 @@
 """The fake side reading a Messages request: the JSON and the schema (`_body`, `_validate`), the
 rules after it (`_rules`, `_reasoning`), then the body in the neutral model, one `tool` message per
-result. Touches only request bytes; raises nothing but `WireError`.
+result. Touches only request bytes; raises nothing but `ErrorResponse`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ...messages._types import Message, Part, Role, Text, ToolCall, ToolResult
 from .._base import (
     Conversation,
 )
-from ._body import Block, Body, Invalid, fail, load_json
+from ._body import Block, Body, Rejection, fail, load_json
 from ._encode import error
 from ._reasoning import check_final_turn, decode_block
 from ._rules import check_rules
@@ -45,13 +45,13 @@ def parse_body(body: bytes, *, counting: bool = False) -> tuple[Conversation, Bo
                     fail(key, "Extra inputs are not permitted")
             data = {**data, "max_tokens": 0}
         checked = validate_schema(data)
-    except Invalid as problem:
+    except Rejection as problem:
         raise error(400, problem.message, rule=problem.rule) from None
     neutral = to_neutral(checked)
     try:
         check_final_turn(data)
         check_rules(checked)
-    except Invalid as problem:
+    except Rejection as problem:
         raise error(400, problem.message, rule=problem.rule, message_index=neutral.index_of(problem)) from None
     conversation = Conversation(
         model=checked.model,
@@ -81,7 +81,7 @@ class _Neutral:
         self.messages.append(message)
         self.paths.append(path)
 
-    def index_of(self, error: Invalid) -> int | None:
+    def index_of(self, error: Rejection) -> int | None:
         if error.message_index is None:
             return None
         if error.block_index is not None and (error.message_index, error.block_index) in self.results:

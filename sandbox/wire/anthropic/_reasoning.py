@@ -20,9 +20,9 @@ from typing import Any
 
 from ...messages._events import ReasoningDelta, ReasoningEnd, StreamEvent
 from ...messages._types import Reasoning
-from .._base import Conversation, Rule, WireError
+from .._base import Conversation, ErrorResponse, Rule
 from .._reasoning import length_prefixed, opaque_bytes, reasoning_tokens
-from ._body import Invalid
+from ._body import Rejection
 
 __all__ = [
     "PROVIDER",
@@ -130,7 +130,7 @@ class ThinkingStream:
 
 def check_final_turn(data: Mapping[str, Any]) -> None:
     """The rules on the final assistant message, which need no script: they run before the tool
-    pairing rules, as a block's type is checked before the turn's pairing. Raises `Invalid`."""
+    pairing rules, as a block's type is checked before the turn's pairing. Raises `Rejection`."""
     messages = data.get("messages")
     turns = [
         (number, message["content"])
@@ -146,14 +146,14 @@ def check_final_turn(data: Mapping[str, Any]) -> None:
     enabled = _enabled(data)
     thinking = [position for position, kind in enumerate(kinds) if kind in _THINKING_KINDS]
     if thinking and not enabled:
-        raise Invalid(
+        raise Rejection(
             f"messages.{number}.content.{thinking[0]}: When thinking is disabled, an `assistant` message in the "
             "final position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request.",
             Rule.REASONING_INVALID,
             message_index=number,
         )  # [ISSUE] tailcallhq/forgecode#1853; the whole text: a BerriAI/litellm fix's description
     if enabled and "tool_use" in kinds and kinds[0] not in _THINKING_KINDS:
-        raise Invalid(
+        raise Rejection(
             f"messages.{number}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
             f"`{kinds[0]}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block "
             "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking "
@@ -193,14 +193,14 @@ def _identity(block: Mapping[str, Any]) -> tuple[Any, ...]:
     return ("thinking", block.get("thinking"), block.get("signature"))
 
 
-def _not_issued(error: Any, number: int, position: int, block: Mapping[str, Any], index: int) -> WireError:
+def _not_issued(error: Any, number: int, position: int, block: Mapping[str, Any], index: int) -> ErrorResponse:
     if block.get("type") == "redacted_thinking":
         # [INF] no capture of a forged redacted block; worded like the thinking block's.
         message = f"messages.{number}.content.{position}: Invalid `data` in `redacted_thinking` block"
     else:
         # [ISSUE] ding113/claude-code-hub#518 (full body), lbjlaq/Antigravity-Manager#498
         message = f"messages.{number}.content.{position}: Invalid `signature` in `thinking` block"
-    result: WireError = error(400, message, rule=Rule.REASONING_INVALID, message_index=index)
+    result: ErrorResponse = error(400, message, rule=Rule.REASONING_INVALID, message_index=index)
     return result
 
 

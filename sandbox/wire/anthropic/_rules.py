@@ -1,6 +1,6 @@
 """The rules the Messages API checks after the schema (reference A.6, steps 1-4): content, tools
 defined, consecutive same-role turns merged, then the walk pairing `tool_use` with `tool_result`.
-Touches only a `Body` that passed the schema; raises nothing but `Invalid`. Evidence tags as in
+Touches only a `Body` that passed the schema; raises nothing but `Rejection`. Evidence tags as in
 `_body`.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._base import Rule
-from ._body import Block, Body, Invalid, WireMessage
+from ._body import Block, Body, Rejection, WireMessage
 
 __all__ = ["check_rules"]
 
@@ -25,7 +25,7 @@ def check_rules(body: Body) -> None:
     )
     if has_tool_blocks and not body.tool_count:
         # [3P] a test constant; portkey's error library quotes it without backticks.
-        raise Invalid("Requests which include `tool_use` or `tool_result` blocks must define tools.")
+        raise Rejection("Requests which include `tool_use` or `tool_result` blocks must define tools.")
     turns = _merge(body.messages)
     call_ids: set[str] = set()
     for index, turn in enumerate(turns):
@@ -42,7 +42,7 @@ def _check_content(messages: list[WireMessage]) -> None:
         if not message.blocks and not (index == last and message.role == "assistant"):
             # [ISSUE] chatlabs PR #35 (unindexed, 2024); claude-code#6458 shows `messages.25: all
             # messages ...` (2025); the tail after "all messages" is [INF] from the 2024 text.
-            raise Invalid(
+            raise Rejection(
                 f"messages.{index}: all messages must have non-empty content except for the optional "
                 "final assistant message",
                 message_index=index,
@@ -50,7 +50,7 @@ def _check_content(messages: list[WireMessage]) -> None:
         for position, block in enumerate(message.blocks):
             problem = _block_problem(block, message.role, f"messages.{index}")
             if problem:
-                raise Invalid(problem, message_index=index, block_index=position)
+                raise Rejection(problem, message_index=index, block_index=position)
 
 
 def _block_problem(block: Block, role: str, where: str) -> str:
@@ -64,7 +64,7 @@ def _block_problem(block: Block, role: str, where: str) -> str:
 
 
 @dataclass(slots=True)
-class _Turn:
+class _MergedTurn:
     """Consecutive same-role messages, merged as the API merges them; blocks keep their wire place."""
 
     role: str
@@ -72,9 +72,9 @@ class _Turn:
     """(message index, block index in that message, block)."""
 
 
-def _merge(messages: list[WireMessage]) -> list[_Turn]:
+def _merge(messages: list[WireMessage]) -> list[_MergedTurn]:
     # System messages sit outside the user/assistant alternation: we leave them out of the walk [INF].
-    turns: list[_Turn] = []
+    turns: list[_MergedTurn] = []
     for index, message in enumerate(messages):
         if message.role == "system":
             continue
@@ -82,11 +82,11 @@ def _merge(messages: list[WireMessage]) -> list[_Turn]:
         if turns and turns[-1].role == message.role:
             turns[-1].blocks.extend(placed)
         else:
-            turns.append(_Turn(message.role, placed))
+            turns.append(_MergedTurn(message.role, placed))
     return turns
 
 
-def _check_calls(turn: _Turn, after: _Turn | None) -> None:
+def _check_calls(turn: _MergedTurn, after: _MergedTurn | None) -> None:
     """E1 [CAP C1]: every `tool_use` ends its turn and is answered by the `tool_result`s opening the next."""
     calls = [(index, block.id) for index, _, block in turn.blocks if block.kind == "tool_use"]
     if not calls:
@@ -111,7 +111,7 @@ def _check_calls(turn: _Turn, after: _Turn | None) -> None:
     # assistant is messages[0] (C1 says `messages.1` there; C4 names the assistant).
     number = missing[0][0] or 1
     ids = ", ".join(call_id for _, call_id in missing)
-    raise Invalid(
+    raise Rejection(
         f"messages.{number}: `tool_use` ids were found without `tool_result` blocks immediately after: "
         f"{ids}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
         Rule.MISSING_RESULT,
@@ -119,7 +119,7 @@ def _check_calls(turn: _Turn, after: _Turn | None) -> None:
     )
 
 
-def _check_unique(turn: _Turn, call_ids: set[str]) -> None:
+def _check_unique(turn: _MergedTurn, call_ids: set[str]) -> None:
     """A call id may appear once in the whole history (a turn appended twice repeats them all).
 
     [ISSUE] "messages.3.content.1: `tool_use` ids must be unique" (req_011Cb4iH...). Where the API
@@ -130,7 +130,7 @@ def _check_unique(turn: _Turn, call_ids: set[str]) -> None:
         if block.kind != "tool_use":
             continue
         if block.id in call_ids:
-            raise Invalid(
+            raise Rejection(
                 f"messages.{index}.content.{position}: `tool_use` ids must be unique",
                 Rule.DUPLICATE_TURN,
                 message_index=index,
@@ -139,7 +139,7 @@ def _check_unique(turn: _Turn, call_ids: set[str]) -> None:
         call_ids.add(block.id)
 
 
-def _check_results(turn: _Turn, before: _Turn | None) -> None:
+def _check_results(turn: _MergedTurn, before: _MergedTurn | None) -> None:
     """E2 [CAP C4] and duplicates: each `tool_result` answers a call of the turn just before, once."""
     calls = set()
     if before is not None and before.role == "assistant":
@@ -150,7 +150,7 @@ def _check_results(turn: _Turn, before: _Turn | None) -> None:
             continue
         call_id = block.tool_use_id
         if call_id not in calls:
-            raise Invalid(
+            raise Rejection(
                 f"messages.{index}.content.{position}: unexpected `tool_use_id` found in `tool_result` "
                 f"blocks: {call_id}. Each `tool_result` block must have a corresponding `tool_use` block "
                 "in the previous message.",
@@ -159,7 +159,7 @@ def _check_results(turn: _Turn, before: _Turn | None) -> None:
                 block_index=position,
             )
         if call_id in seen:
-            raise Invalid(
+            raise Rejection(
                 f"messages.{index}.content.{position}: each tool_use must have a single result. "
                 f"Found multiple `tool_result` blocks with id: {call_id}",  # [ISSUE, several]
                 Rule.DUPLICATE_RESULT,

@@ -1,6 +1,6 @@
 """A message thread's walk, kept past the request: what a `thread: continue` request goes on from
 (`sandbox.engine.kept` keeps it beside the thread's newest turn). Touches only the walk's state and a
-continuation's own messages; raises nothing but `WireError`.
+continuation's own messages; raises nothing but `ErrorResponse`.
 
 A continuation's whole request is its thread's messages and its own. Each earlier message was
 checked when it arrived, and the answers are the fake's own, so the walk over them is kept
@@ -19,11 +19,11 @@ from typing import Any
 
 from ...messages._types import Message
 from .._base import Conversation
-from ._body import Block, Body, Invalid, WireMessage
+from ._body import Block, Body, Rejection, WireMessage
 from ._encode import error
 from ._parse import _parts, parse_body, to_neutral
 from ._reasoning import check_final_turn
-from ._rules import _block_problem, _check_calls, _check_content, _check_results, _merge, _Turn
+from ._rules import _block_problem, _check_calls, _check_content, _check_results, _merge, _MergedTurn
 from ._validate import _message, validate_schema
 
 __all__ = ["Thread", "Walk", "continue_thread", "thread_after", "walk_thread"]
@@ -82,7 +82,7 @@ def continue_thread(data: dict[str, Any], thread: Thread) -> tuple[Conversation,
         answer = json.loads(thread.answer)
         check_final_turn({"thinking": data.get("thinking"), "messages": [answer, *data["messages"]]})
         _check_after(thread, body)
-    except Invalid as problem:
+    except Rejection as problem:
         raise error(400, problem.message, rule=problem.rule) from None
     conversation = Conversation(
         model=body.model,
@@ -101,9 +101,9 @@ def _check_after(thread: Thread, body: Body) -> None:
     continuation's own messages, and the thread's last turn with what now follows it."""
     _check_content(body.messages)  # the optional empty final message is the continuation's, as in the whole
     if not body.tool_count and (thread.tool_blocks or _holds_tool_blocks(body.messages)):
-        raise Invalid("tool blocks without tools")  # the whole walk says it in the API's words
+        raise Rejection("tool blocks without tools")  # the whole walk says it in the API's words
     role, blocks = thread.last
-    turns = [_Turn(role, list(blocks)), *_merge(body.messages)]
+    turns = [_MergedTurn(role, list(blocks)), *_merge(body.messages)]
     if len(turns) > 1 and turns[1].role == role:  # the continuation's first messages join the last turn
         turns[0].blocks.extend(turns.pop(1).blocks)
     seen: set[str] = set()
@@ -115,7 +115,7 @@ def _check_after(thread: Thread, body: Body) -> None:
             for _, _, block in turn.blocks:
                 if block.kind == "tool_use":
                     if block.id in thread.call_ids or block.id in seen:
-                        raise Invalid("a repeated tool_use id")  # the whole walk says where
+                        raise Rejection("a repeated tool_use id")  # the whole walk says where
                     seen.add(block.id)
 
 
@@ -130,7 +130,7 @@ def thread_after(walk: Walk, reply: bytes) -> Thread | None:
     try:
         text = reply.decode("utf-8")
         answer = _message(json.loads(text), "answer")
-    except (ValueError, Invalid):
+    except (ValueError, Rejection):
         return None
     sent = walk.body.messages
     if b"NaN" in reply or b"Infinity" in reply or not answer.blocks or not all(message.blocks for message in sent):
@@ -144,9 +144,9 @@ def thread_after(walk: Walk, reply: bytes) -> Thread | None:
     if thread is not None:
         role, blocks = thread.last
         if turns[0].role == role:
-            turns[0] = _Turn(role, [*blocks, *turns[0].blocks])
+            turns[0] = _MergedTurn(role, [*blocks, *turns[0].blocks])
         else:
-            turns.insert(0, _Turn(role, list(blocks)))
+            turns.insert(0, _MergedTurn(role, list(blocks)))
     last = turns[-1]
     if last.role != "assistant":
         return None

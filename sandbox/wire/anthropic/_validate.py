@@ -1,6 +1,6 @@
 """The Anthropic Messages schema, checked the way the API does it: like a pydantic model, answering
 `<loc>: <msg>` with pydantic's own wording (reference A.6, step 0). Touches only a decoded JSON body;
-raises nothing but `Invalid`. Evidence tags as in `_body`.
+raises nothing but `Rejection`. Evidence tags as in `_body`.
 """
 
 from __future__ import annotations

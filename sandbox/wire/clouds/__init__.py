@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import WireError
+from .. import ErrorResponse
 from . import azure, vertex
 from ._route import CloudRefusal, CloudRoute
 
@@ -37,7 +37,7 @@ def translate(path: str, query: str, headers: Mapping[str, str], body: bytes) ->
     return vertex.translate(path, query, headers, body)
 
 
-def not_found(route: CloudRoute) -> WireError:
+def not_found(route: CloudRoute) -> ErrorResponse:
     """The cloud's answer for a model (a deployment, a publisher model) the sandbox has no scenario for."""
     if route.cloud == "azure":
         return azure.deployment_not_found()

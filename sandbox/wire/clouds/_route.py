@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import Rule, WireError
+from .. import ErrorResponse, Rule
 
 __all__ = ["CloudRefusal", "CloudRoute", "json_error"]
 
@@ -35,10 +35,10 @@ class CloudRefusal:
 
     provider: str
     """The wire format whose request-id headers the answer carries."""
-    error: WireError
+    error: ErrorResponse
 
 
-def json_error(status: int, envelope: dict[str, Any], message: str, rule: Rule = Rule.MALFORMED) -> WireError:
-    """A `WireError` whose body is `envelope` as the cloud sends it (compact JSON)."""
+def json_error(status: int, envelope: dict[str, Any], message: str, rule: Rule = Rule.MALFORMED) -> ErrorResponse:
+    """An `ErrorResponse` whose body is `envelope` as the cloud sends it (compact JSON)."""
     body = json.dumps(envelope, ensure_ascii=False).encode()
-    return WireError(status, body, message=message, rule=rule)
+    return ErrorResponse(status, body, message=message, rule=rule)

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import parse_qs
 
-from .. import Rule, WireError
+from .. import ErrorResponse, Rule
 from .._json import loads
 from ._route import CloudRefusal, CloudRoute, json_error
 
@@ -112,7 +112,7 @@ def translate(path: str, query: str, headers: Mapping[str, str], body: bytes) ->
     return CloudRoute("azure", provider, own_path, _with_model(body, name), name, name)
 
 
-def deployment_not_found() -> WireError:
+def deployment_not_found() -> ErrorResponse:
     """404 `DeploymentNotFound`: the path names a deployment (a scenario) the sandbox does not have."""
     return _error(404, "DeploymentNotFound", _NOT_DEPLOYED, Rule.UNKNOWN_SCENARIO)
 
@@ -124,11 +124,11 @@ def _has_key(headers: Mapping[str, str]) -> bool:
     return scheme.lower() == "bearer" and bool(token.strip())
 
 
-def _resource_not_found() -> WireError:
+def _resource_not_found() -> ErrorResponse:
     return _error(404, "404", "Resource not found", Rule.NOT_FOUND)
 
 
-def _error(status: int, code: str, message: str, rule: Rule = Rule.MALFORMED) -> WireError:
+def _error(status: int, code: str, message: str, rule: Rule = Rule.MALFORMED) -> ErrorResponse:
     return json_error(status, {"error": {"code": code, "message": message}}, message, rule)
 
 

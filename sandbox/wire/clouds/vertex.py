@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import parse_qs
 
-from .. import Rule, WireError
+from .. import ErrorResponse, Rule
 from .._json import loads
 from ._route import CloudRefusal, CloudRoute, json_error
 
@@ -72,12 +72,12 @@ def translate(path: str, query: str, headers: Mapping[str, str], body: bytes) ->
     model = anthropic["model"]
     resource = f"projects/{anthropic['project']}/locations/{anthropic['location']}/publishers/anthropic/models/{model}"
     own = _messages_body(body, model, stream=anthropic["method"] == "streamRawPredict")
-    if isinstance(own, WireError):
+    if isinstance(own, ErrorResponse):
         return CloudRefusal("anthropic", own)
     return CloudRoute("vertex", "anthropic", "/v1/messages", own, model, resource)
 
 
-def model_not_found(resource: str) -> WireError:
+def model_not_found(resource: str) -> ErrorResponse:
     """404 NOT_FOUND for a publisher model the sandbox has no scenario for."""
     message = (
         f"Publisher Model `{resource}` was not found or your project does not have access to it. Please ensure "
@@ -97,15 +97,15 @@ def _has_key(query: str, headers: Mapping[str, str]) -> bool:
     return bool(headers.get("x-goog-api-key", "").strip() or any(key.strip() for key in keys))
 
 
-def _unauthenticated() -> WireError:
+def _unauthenticated() -> ErrorResponse:
     return _google_error(401, "UNAUTHENTICATED", _UNAUTHENTICATED)
 
 
-def _google_error(status: int, name: str, message: str, rule: Rule = Rule.MALFORMED) -> WireError:
+def _google_error(status: int, name: str, message: str, rule: Rule = Rule.MALFORMED) -> ErrorResponse:
     return json_error(status, {"error": {"code": status, "message": message, "status": name}}, message, rule)
 
 
-def _messages_body(body: bytes, model: str, *, stream: bool) -> bytes | WireError:
+def _messages_body(body: bytes, model: str, *, stream: bool) -> bytes | ErrorResponse:
     """Anthropic's own Messages body: `model` from the path, `anthropic_version` checked and dropped.
 
     A body that is not a JSON object goes on unchanged, for the Anthropic wire format to refuse in its

@@ -11,9 +11,9 @@ from typing import Any
 from ...messages._types import StopReason, Text
 from .._base import (
     Conversation,
+    ErrorResponse,
     ModelTurn,
     Rule,
-    WireError,
     split_fragments,
     stable_token,
 )
@@ -97,7 +97,7 @@ def error(
     param: str | None = None,
     code: str | None = None,
     message_index: int | None = None,
-) -> WireError:
+) -> ErrorResponse:
     """Google's envelope, pretty-printed as the real API sends it. A 400's `param` names the field
     (`details[].fieldViolations`, as proto conversion errors carry); a `code` that is a Google
     status name replaces the default one, any other code rides along as an ErrorInfo reason."""
@@ -114,7 +114,7 @@ def error(
     # backslashreplace keeps a stray surrogate in a message a valid JSON escape, not a crash.
     body = (json.dumps({"error": error}, indent=2, ensure_ascii=False) + "\n").encode(errors="backslashreplace")
     headers = {"content-type": "application/json; charset=UTF-8"}
-    return WireError(status, body, message=message, rule=rule, headers=headers, message_index=message_index)
+    return ErrorResponse(status, body, message=message, rule=rule, headers=headers, message_index=message_index)
 
 
 def _finish(turn: ModelTurn) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The fake side reading a Gemini request: the API's checks (`_validate`), then the contents in the
 neutral model, each function response given the id of the call at its position in the turn before.
-Touches only request bytes; raises nothing but `WireError`.
+Touches only request bytes; raises nothing but `ErrorResponse`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from ...messages._types import Message, Part, Reasoning, Text, ToolCall, ToolResult
 from .._base import (
     Conversation,
-    WireError,
+    ErrorResponse,
 )
 from ._body import ParsedRequest, Rejection, WireContent, WirePart
 from ._encode import error
@@ -52,7 +52,7 @@ def parse_request(body: bytes, *, path_model: str | None, path_stream: bool) -> 
     )
 
 
-def _reject(rejection: Rejection, first: list[int]) -> WireError:
+def _reject(rejection: Rejection, first: list[int]) -> ErrorResponse:
     """`first[i]` is the neutral index of `contents[i]`'s first message (the transcript marks it)."""
     index = rejection.content
     neutral = first[index] if index is not None and index < len(first) else None

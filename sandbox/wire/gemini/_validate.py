@@ -10,7 +10,7 @@ request fails in three layers, checked here in the same order:
 3. The backend's turn rules (reference B.6: G1, G2, G3 and the role check), walking `contents`.
 
 Touches only the request; nothing here knows about the neutral model's message indexes: a
-`Rejection` names the offending `contents` index and `_parse` turns it into a `WireError`.
+`Rejection` names the offending `contents` index and `_parse` turns it into a `ErrorResponse`.
 """
 
 from __future__ import annotations

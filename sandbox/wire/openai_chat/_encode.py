@@ -12,9 +12,9 @@ from .._base import (
     CREATED_AT,
     HEX,
     Conversation,
+    ErrorResponse,
     ModelTurn,
     Rule,
-    WireError,
     split_fragments,
     stable_token,
     unique_token,
@@ -120,7 +120,7 @@ def error(
     param: str | None = None,
     code: str | None = None,
     message_index: int | None = None,
-) -> WireError:
+) -> ErrorResponse:
     kind = "server_error" if status >= 500 else "invalid_request_error"
     envelope = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return openai_error(status, envelope, rule=rule, message_index=message_index)

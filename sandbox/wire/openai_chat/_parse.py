@@ -1,5 +1,5 @@
 """The fake side reading a Chat Completions request: the API's checks (`_validate`, then `_pairing`),
-then the body in the neutral model. Touches only request bytes; raises nothing but `WireError`.
+then the body in the neutral model. Touches only request bytes; raises nothing but `ErrorResponse`.
 """
 
 from __future__ import annotations

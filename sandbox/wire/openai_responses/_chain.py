@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .._base import WireError
+from .._base import ErrorResponse
 from .._json import loads
 from ._parse import Parser
 from ._turns import Walked
@@ -33,7 +33,7 @@ def walk_answer(parser: Parser, output: list[Any]) -> Walked | None:
         return None
     try:
         return _walk_on(parser, output, start)
-    except WireError:
+    except ErrorResponse:
         return None
 
 
@@ -89,7 +89,7 @@ class LaterWalk:
                 try:
                     items = loads(b"[" + self._reply + b"]")
                     self._walked = _walk_on(parser, items, self._start) if isinstance(items, list) else None
-                except (ValueError, RecursionError, WireError):  # not items a walk can read: walked whole
+                except (ValueError, RecursionError, ErrorResponse):  # not items a walk can read: walked whole
                     self._walked = None
                 self._reply = b""
             return self._walked

@@ -1,6 +1,6 @@
 """The fake side reading `POST /v1/responses`: one walk over the body, the checks in the API's order
 (the texts and the per-field checks are in `_validate`), then pairing, then the neutral model.
-Touches only request bytes; raises nothing but `WireError`.
+Touches only request bytes; raises nothing but `ErrorResponse`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from .._base import (
 )
 from .._openai import call_arguments
 from ._turns import START as _START
-from ._turns import Ref as _Ref
+from ._turns import ItemRef, Walked
 from ._turns import Turn as _Turn
-from ._turns import Walked
 from ._validate import (
     EMPTY_INPUT,
     ITEM_TYPES,
@@ -75,9 +74,9 @@ class Parser:
         self.data = data
         self.turns: list[_Turn] = []
         self.open_assistant = walked.open_assistant
-        self.calls: list[_Ref] = []
-        self.outputs: list[_Ref] = []
-        self.item_ids: list[_Ref] = []
+        self.calls: list[ItemRef] = []
+        self.outputs: list[ItemRef] = []
+        self.item_ids: list[ItemRef] = []
         self.chain = walked
         instructions = data.get("instructions")
         if isinstance(instructions, str):
@@ -230,7 +229,7 @@ class Parser:
         if isinstance(item_id, str):
             owned = ("message", "function_call", "function_call_output", "reasoning")
             owner = len(self.turns) - 1 if kind in owned else -1
-            self.item_ids.append(_Ref(item_id, index, owner, kind))
+            self.item_ids.append(ItemRef(item_id, index, owner, kind))
 
     def _check_message(self, path: str, item: Mapping[str, Any]) -> None:
         role = item.get("role")
@@ -266,7 +265,7 @@ class Parser:
         arguments = call_arguments(strings["arguments"])
         meta = {"item_id": item["id"]} if isinstance(item.get("id"), str) else {}
         self._new_turn("assistant", path).parts.append(ToolCall(call_id, strings["name"], arguments, meta=meta))
-        self.calls.append(_Ref(call_id, index, at))
+        self.calls.append(ItemRef(call_id, index, at))
 
     def _check_reasoning(self, path: str, item: Mapping[str, Any]) -> None:
         """A reasoning item joins the assistant turn it opens; its echo rules run in the replay
@@ -301,7 +300,7 @@ class Parser:
         if item_id is not None and not isinstance(item_id, str):
             wrong_type(f"{path}.id", "a string", item_id, index=at)  # [INF]
         self._new_turn("tool", path).parts.append(ToolResult(call_id, output))
-        self.outputs.append(_Ref(call_id, index, at))
+        self.outputs.append(ItemRef(call_id, index, at))
 
     # -- pairing (R3, then 4.3's R2, R1 and a duplicated output) ----------------------------------
 
@@ -316,11 +315,11 @@ class Parser:
             if ref.key in seen or ref.key in self.chain.item_ids:
                 self._duplicate(ref)
             seen.add(ref.key)
-        waiting: dict[str, list[_Ref]] = {}
+        waiting: dict[str, list[ItemRef]] = {}
         for call in self.chain.waiting:
             waiting.setdefault(call.key, []).append(call)
-        orphan: _Ref | None = None
-        duplicate: _Ref | None = None
+        orphan: ItemRef | None = None
+        duplicate: ItemRef | None = None
         outputs = {output.item for output in self.outputs}
         for ref in sorted([*self.calls, *self.outputs], key=lambda ref: ref.item):
             if ref.item not in outputs:
@@ -359,7 +358,7 @@ class Parser:
                 index=duplicate.message,
             )
 
-    def _duplicate(self, ref: _Ref) -> NoReturn:
+    def _duplicate(self, ref: ItemRef) -> NoReturn:
         rule = Rule.DUPLICATE_RESULT if ref.item_type == "function_call_output" else Rule.DUPLICATE_TURN
         fail(
             f"Duplicate item found with id {ref.key}. Remove duplicate items from your input and try again.",
@@ -368,7 +367,7 @@ class Parser:
             index=ref.message if ref.message >= 0 else None,
         )
 
-    def _orphan_rule(self, output: _Ref) -> Rule:
+    def _orphan_rule(self, output: ItemRef) -> Rule:
         """Which mistake an unmatched output most likely is, so the hint can say what to fix."""
         if any(call.key == output.key for call in self.calls):
             return Rule.RESULT_WITHOUT_TURN  # the results came before the turn that calls them

@@ -23,7 +23,7 @@ from typing import Any
 
 from ...messages._events import ReasoningDelta, ReasoningEnd, StreamEvent
 from ...messages._types import Message, Reasoning, ToolCall
-from .._base import CREATED_AT, Conversation, Rule, WireError, split_fragments
+from .._base import CREATED_AT, Conversation, ErrorResponse, Rule, split_fragments
 from .._reasoning import opaque_bytes, reasoning_tokens
 from ._ids import item_id_for
 from ._validate import wire_error
@@ -167,7 +167,7 @@ def _check_issued(conversation: Conversation, index: int, part: Reasoning, wante
         )  # [ISSUE] can1357/oh-my-pi#41 with store false; without it, the first sentence alone is [INF]
 
 
-def _dropped(conversation: Conversation, index: int, message: Message, missing: Reasoning) -> WireError:
+def _dropped(conversation: Conversation, index: int, message: Message, missing: Reasoning) -> ErrorResponse:
     rs_id = missing.data()["id"]
     linked = _first_linked_item(conversation, index, message)
     if linked is not None:

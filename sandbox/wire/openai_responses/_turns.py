@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ...messages._types import Message, Part, Role
 
-__all__ = ["START", "Ref", "Turn", "Walked"]
+__all__ = ["START", "ItemRef", "Turn", "Walked"]
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Turn:
 
 
 @dataclass(frozen=True)
-class Ref:
+class ItemRef:
     """Where a call, an output or an item id sits: its input index and its neutral message."""
 
     key: str
@@ -49,7 +49,7 @@ class Walked:
     items: int
     """Items walked: a continuation's first item is `input[items]`."""
     open_assistant: bool
-    waiting: tuple[Ref, ...]
+    waiting: tuple[ItemRef, ...]
     """Calls without their output yet, in item order. (An output for a call the chain answered is
     taken for one without a call: an error either way, and the whole walk then finds the exact one.)"""
     item_ids: frozenset[str]

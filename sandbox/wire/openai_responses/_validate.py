@@ -1,5 +1,5 @@
 """Fake side of `POST /v1/responses`: the texts and the per-field checks the real API answers with,
-and its error envelope (`wire_error`). Touches only request values; raises nothing but `WireError`.
+and its error envelope (`wire_error`). Touches only request values; raises nothing but `ErrorResponse`.
 `_parse` walks the body with these, in the API's order.
 
 The real API checks the body in a fixed order and answers the first problem it finds: the JSON
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from ...messages._types import Role, Tool
-from .._base import Rule, WireError
+from .._base import ErrorResponse, Rule
 from .._json import decode
 from .._openai import openai_error
 
@@ -131,7 +131,7 @@ def wire_error(
     param: str | None = None,
     code: str | None = None,
     message_index: int | None = None,
-) -> WireError:
+) -> ErrorResponse:
     """The OpenAI error envelope."""
     error_type = "server_error" if status >= 500 else "invalid_request_error"
     envelope = {"error": {"message": message, "type": error_type, "param": param, "code": code}}

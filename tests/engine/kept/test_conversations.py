@@ -13,7 +13,7 @@ import pytest
 
 import sandbox
 from sandbox.engine.kept import _turns
-from sandbox.engine.kept._chain import Snapshot
+from sandbox.engine.kept._chain import ContinuationState
 from sandbox.wire._base import stable_token
 from tests.engine.kept.test_chains import _answer_into, _calls_of, _outputs_for, _tools, _twins
 
@@ -252,7 +252,7 @@ def test_racing_turns_leave_no_snapshot_of_items_the_conversation_does_not_hold(
         assert statuses == [200, 200]
         entry = engine.kept.store.get(key)
         assert entry is not None
-        if isinstance(entry.snapshot, Snapshot):
+        if isinstance(entry.snapshot, ContinuationState):
             assert entry.snapshot.walked.items == len(_items(engine, key))
         seen.append(_post(engine, RESPONSES, _turn("runaway", key, [{"role": "user", "content": "three"}]))[0])
     assert seen[0] == seen[1], seen
