@@ -25,8 +25,9 @@ from .adapters._transport import Httpx2Transport, Journal, SandboxTransport, htt
 from .engine._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from .engine._engine import DEFAULT_BUDGET, Engine, Exchange
 from .engine._scenario import Call, Scenario, Step, is_usable
+from .engine._when import When
 from .engine.faults import Fault, parse_faults
-from .wire import PROVIDERS, Rule
+from .wire import PROVIDERS, Conversation, Rule
 
 if TYPE_CHECKING:
     from .adapters._mock import PROVIDER_HOSTS, SandboxMock, mock
@@ -36,6 +37,7 @@ __all__ = [
     "PROVIDERS",
     "PROVIDER_HOSTS",
     "Call",
+    "Conversation",
     "Engine",
     "Exchange",
     "Fault",
@@ -52,6 +54,7 @@ __all__ = [
     "Step",
     "ToolLoopError",
     "UsageError",
+    "When",
     "catalogue",
     "get_scenario",
     "httpx2_transport",

@@ -20,12 +20,13 @@ from ..wire import Conversation, ErrorResponse, Rule, WireFormat, clouds, get_wi
 from ..wire.clouds import CloudRefusal, CloudRoute
 from ._catalogue import catalogue
 from ._count_tokens import COUNT_TOKENS, count_tokens
+from ._embeddings import dumps, embeddings_answer, embeddings_wire, is_embeddings
 from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, store_unavailable, too_large, unknown_scenario
 from ._repeats import Digested, Repeats, history_keys, repeat_error
 from ._replay import render_turn, replay
-from ._scenario import Scenario
+from ._scenario import Scenario, Step
 from ._senders import caller_key, owner_key
 from ._tolerance import ECHO_MODES, TOLERATED, Echo, plays_serially, undeclared_answer
 from ._wrong_path import wrong_path
@@ -149,6 +150,8 @@ class Engine:
             return self._conversations(method, path, body, query or "", owner, digest)
         if path == COUNT_TOKENS and method.upper() == "POST":
             return self._count_tokens(method, path, body, digest)
+        if method.upper() == "POST" and is_embeddings(path):
+            return self._embeddings(method, path, body, digest)
         cloud: CloudRoute | None = None
         if found is None and method.upper() == "POST":
             translated = clouds.translate(path, query or "", headers or {}, body)
@@ -229,6 +232,20 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
         return exchange
+
+    def _embeddings(self, method: str, path: str, body: bytes, digest: str) -> Exchange:
+        """OpenAI's and Gemini's embeddings endpoints, answered by `_embeddings`."""
+        wire = embeddings_wire(path)
+        try:
+            if len(body) > self.max_body_bytes:
+                raise self._too_large(wire, len(body))
+            answer = embeddings_answer(path, body)
+        except ErrorResponse as error:
+            return error_exchange(method, path, body, wire, error, None, digest)
+        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+            return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
+        headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+        return Exchange(method, path, 200, headers, (dumps(answer),), body, wire.name)
 
     def runs_inline(self, path: str, body: bytes, inline_bytes: int) -> bool:
         """Whether an event-loop adapter may answer `body`, sent to `path`, on the loop: a small request
@@ -331,8 +348,12 @@ class Engine:
             resume.parser = resume.full = None
             position = replay(wire, scenario, conversation, strict=strict, serial=serial)
             done = None
-        if not strict and scenario.steps[position.script_index].calls:
+        playing = position.playing
+        assert playing is not None  # the replay names the step it stands at
+        if not strict and playing.calls:
             position = undeclared_answer(wire, scenario, conversation, position)
+            playing = position.playing
+            assert playing is not None
         scope = f"{path}\0{scenario.name}"
         resumed = done.digested if done is not None else None
         history, continued = history_keys(scope, conversation.messages, resumed, self._repeats.digest)
@@ -341,13 +362,13 @@ class Engine:
             resume.out = Replayed(key, len(conversation.messages), position, digested, turns)
         if continued is not None:
             self._repeats.moved_on(continued)
-        if scenario.steps[position.script_index].calls:  # a final answer ends its conversation: never a loop
+        if playing.calls:  # a final answer ends its conversation: never a loop
             repeats = self._repeats.count(client, history)
             if repeats > self.budget:
                 raise repeat_error(wire, scenario, self.budget, repeats)
         applied = None
         if scenario.plays_faults or self.faults.faults:  # the common case costs nothing: no attempt counted
-            applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, (method, path, body))
+            applied = self._fault_for(wire, scenario, playing, turns + 1, client, (method, path, body))
             plain_stream = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
             if applied is not None and (applied.fault.is_error or plain_stream):
                 raise fault_error(applied, wire.name, conversation.model, digest)
@@ -395,7 +416,7 @@ class Engine:
         self,
         wire: WireFormat,
         scenario: Scenario,
-        script_index: int,
+        step: Step,
         request: int,
         client: str,
         attempt: tuple[str, str, bytes],
@@ -403,7 +424,7 @@ class Engine:
         """The fault playing on this attempt of the conversation's `request`-th model request, if any.
         `attempt` is the request (method, path, body): a retry is the same request, and faults count
         attempts by its digest."""
-        own = scenario.faults_at(script_index)
+        own = scenario.faults_at(step)
         if not own and not self.faults.faults:
             return None  # no attempt is counted, no digest taken
         return self.faults.pick(wire.name, request, own, client, request_digest(*attempt))
