@@ -36,7 +36,9 @@ def _output(scenario: sandbox.Scenario, name: str, arguments: Any) -> str:
     return scenario.tool_outputs[repr(sandbox.Call(name, dict(arguments or {})))]
 
 
-def openai_chat(scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any) -> str:
+def openai_chat(
+    scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any
+) -> str:
     import openai
 
     scenario = _scenario(scenario_name)
@@ -74,7 +76,9 @@ def openai_chat(scenario_name: str | sandbox.Scenario, *, stream: bool = False, 
         raise AssertionError("the openai chat loop did not finish")
 
 
-def openai_responses(scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any) -> str:
+def openai_responses(
+    scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any
+) -> str:
     import openai
 
     scenario = _scenario(scenario_name)
@@ -109,7 +113,9 @@ def openai_responses(scenario_name: str | sandbox.Scenario, *, stream: bool = Fa
         raise AssertionError("the openai responses loop did not finish")
 
 
-def anthropic_messages(scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any) -> str:
+def anthropic_messages(
+    scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any
+) -> str:
     import anthropic
 
     scenario = _scenario(scenario_name)

@@ -3,7 +3,7 @@
 The replay asks at every model turn of the history, with the conversation as it stood when that turn
 was asked for, so the choice is a function of the history, like everything the replay recomputes:
 `respond` is called once per model turn of each request. A request no step meets, and a predicate
-or function that fails, get a `sandbox:` 400 that names what arrived and what was tried.
+or function that fails, get a `sandbox:` 400 that names what arrived and the conditions compared.
 
 May touch: the scenario's predicates and function (the engineer's code), the conversation it is
 handed; it keeps no state.
