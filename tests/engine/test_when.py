@@ -180,3 +180,27 @@ def test_when_has_clear_error() -> None:
         When()
     with pytest.raises(sandbox.ScenarioError, match=r"Step\(when='cancel'\): give a sandbox.When"):
         Step(when="cancel", text="x")  # type: ignore[arg-type]
+
+
+def test_a_kept_responses_chain_chooses_each_branch_by_its_new_input() -> None:
+    """`previous_response_id` continues a conversation the sandbox keeps: each new input still picks its
+    branch, the history before it replayed from the chain."""
+    import httpx2
+
+    client = openai.OpenAI(
+        api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=sandbox.httpx2_transport(support("")))
+    )
+    tools: Any = [{"type": "function", "name": t.name, "parameters": t.parameters, "strict": False} for t in TOOLS]
+    answers = []
+    previous, asked = None, [{"role": "user", "content": "Cancel my subscription"}]
+    for _ in range(4):
+        reply = client.responses.create(model="gpt-4o", input=asked, tools=tools, previous_response_id=previous)
+        calls = [item for item in reply.output if item.type == "function_call"]
+        answers.append(calls[0].name if calls else reply.output_text)
+        previous = reply.id
+        asked = (
+            [{"type": "function_call_output", "call_id": calls[0].call_id, "output": "done"}]
+            if calls
+            else [{"role": "user", "content": "And where is my order?"}]
+        )
+    assert answers == ["cancel_subscription", "Done: done.", "lookup_order", "Your order: done."]
