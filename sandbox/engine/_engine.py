@@ -150,10 +150,10 @@ class Engine:
             return self._conversations(method, path, body, query or "", owner, digest)
         if path == COUNT_TOKENS and method.upper() == "POST":
             return self._count_tokens(method, path, body, digest)
-        if method.upper() == "POST" and is_embeddings(path):
-            return self._embeddings(method, path, body, digest)
         cloud: CloudRoute | None = None
         if found is None and method.upper() == "POST":
+            if is_embeddings(path):
+                return self._embeddings(method, path, body, digest)
             translated = clouds.translate(path, query or "", headers or {}, body)
             if isinstance(translated, CloudRefusal):
                 wire = get_wire_format(translated.provider)

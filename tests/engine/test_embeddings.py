@@ -111,3 +111,12 @@ def test_gemini_embeddings_have_clear_errors() -> None:
     with pytest.raises(errors.ClientError, match=r"models/gemini-2.5-flash is not found .* batchEmbedContents"):
         _gemini(transport).models.embed_content(model="gemini-2.5-flash", contents=["x"])
     assert transport.journal.last.status == 404
+
+
+def test_embeddings_over_http(server: str) -> None:
+    with openai.OpenAI(api_key="sk-test", max_retries=0, base_url=f"{server}/v1") as client:
+        reply = client.embeddings.create(model="text-embedding-3-small", input="refund", dimensions=8)
+    in_process = _openai(sandbox.httpx2_transport()).embeddings.create(
+        model="text-embedding-3-small", input="refund", dimensions=8
+    )
+    assert reply.data[0].embedding == in_process.data[0].embedding

@@ -204,3 +204,14 @@ def test_a_kept_responses_chain_chooses_each_branch_by_its_new_input() -> None:
             else [{"role": "user", "content": "And where is my order?"}]
         )
     assert answers == ["cancel_subscription", "Done: done.", "lookup_order", "Your order: done."]
+
+
+def test_a_strict_mock_fails_on_a_request_no_step_matched() -> None:
+    tools: Any = [{"type": "function", "function": {"name": t.name, "parameters": t.parameters}} for t in TOOLS]
+    unmatched = r"request #1 POST /v1/chat/completions matched no step: 400 no_matching_step: sandbox: no step"
+    with pytest.raises(AssertionError, match=unmatched), sandbox.mock(support(""), strict=True):
+        client = openai.OpenAI(api_key="sk-test", max_retries=0)
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.create(
+                model="x", messages=[{"role": "user", "content": "opening hours?"}], tools=tools
+            )
