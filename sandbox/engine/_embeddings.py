@@ -28,9 +28,10 @@ from typing import Any
 
 from ..wire import ErrorResponse, Rule, WireFormat, get_wire_format
 from ..wire._json import loads
-from ._refusals import model_not_found, printable
+from ._exchange import Exchange, error_exchange
+from ._refusals import internal, model_not_found, printable, too_large
 
-__all__ = ["EMBEDDINGS", "dumps", "embeddings_answer", "embeddings_wire", "is_embeddings", "vector"]
+__all__ = ["EMBEDDINGS", "embeddings_exchange", "is_embeddings", "vector"]
 
 EMBEDDINGS = "/v1/embeddings"
 _GEMINI = re.compile(r"^/(?:v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>embedContent|batchEmbedContents)$")
@@ -60,12 +61,23 @@ def is_embeddings(path: str) -> bool:
     return path == EMBEDDINGS or path == "/embeddings" or _GEMINI.match(path) is not None
 
 
-def embeddings_wire(path: str) -> WireFormat:
-    """The wire format whose envelope an embeddings answer at `path` takes."""
-    return get_wire_format("openai" if _GEMINI.match(path) is None else "gemini")
+def embeddings_exchange(method: str, path: str, body: bytes, digest: str, max_body_bytes: int) -> Exchange:
+    """The exchange for an embeddings request: the answer, or the provider's error (never a raise)."""
+    wire = get_wire_format("openai" if _GEMINI.match(path) is None else "gemini")
+    try:
+        if len(body) > max_body_bytes:
+            raise too_large(wire, max_body_bytes, len(body))
+        answer = _answer(path, body)
+    except ErrorResponse as error:
+        return error_exchange(method, path, body, wire, error, None, digest)
+    except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
+        return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
+    headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
+    chunk = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()
+    return Exchange(method, path, 200, headers, (chunk,), body, wire.name)
 
 
-def embeddings_answer(path: str, body: bytes) -> dict[str, Any]:
+def _answer(path: str, body: bytes) -> dict[str, Any]:
     """The JSON answer to an embeddings request; raises the provider's `ErrorResponse` for one the
     real API refuses."""
     match = _GEMINI.match(path)
@@ -256,8 +268,3 @@ def _json(wire: WireFormat, body: bytes) -> dict[str, Any]:
             "center at help.openai.com.)",
         )
     return data
-
-
-def dumps(answer: Mapping[str, Any]) -> bytes:
-    """The answer's bytes, compact as the real APIs' JSON."""
-    return json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()

@@ -20,7 +20,7 @@ from ..wire import Conversation, ErrorResponse, Rule, WireFormat, clouds, get_wi
 from ..wire.clouds import CloudRefusal, CloudRoute
 from ._catalogue import catalogue
 from ._count_tokens import COUNT_TOKENS, count_tokens
-from ._embeddings import dumps, embeddings_answer, embeddings_wire, is_embeddings
+from ._embeddings import embeddings_exchange, is_embeddings
 from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, store_unavailable, too_large, unknown_scenario
@@ -153,7 +153,7 @@ class Engine:
         cloud: CloudRoute | None = None
         if found is None and method.upper() == "POST":
             if is_embeddings(path):
-                return self._embeddings(method, path, body, digest)
+                return embeddings_exchange(method, path, body, digest, self.max_body_bytes)
             translated = clouds.translate(path, query or "", headers or {}, body)
             if isinstance(translated, CloudRefusal):
                 wire = get_wire_format(translated.provider)
@@ -232,20 +232,6 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
             return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
         return exchange
-
-    def _embeddings(self, method: str, path: str, body: bytes, digest: str) -> Exchange:
-        """OpenAI's and Gemini's embeddings endpoints, answered by `_embeddings`."""
-        wire = embeddings_wire(path)
-        try:
-            if len(body) > self.max_body_bytes:
-                raise self._too_large(wire, len(body))
-            answer = embeddings_answer(path, body)
-        except ErrorResponse as error:
-            return error_exchange(method, path, body, wire, error, None, digest)
-        except Exception as exc:  # noqa: BLE001 - a door must never crash; tests assert this never happens
-            return error_exchange(method, path, body, wire, internal(wire, exc), None, digest)
-        headers = {"content-type": wire.media_type, **wire.request_headers(digest)}
-        return Exchange(method, path, 200, headers, (dumps(answer),), body, wire.name)
 
     def runs_inline(self, path: str, body: bytes, inline_bytes: int) -> bool:
         """Whether an event-loop adapter may answer `body`, sent to `path`, on the loop: a small request

@@ -4,7 +4,8 @@ The history is the only state. Ids derive from (scenario, step, index), so the s
 what it sent at every earlier step and compare the echoed turn with it. The wire format has already
 enforced the provider's own ordering rules; what is left here are the mistakes a real provider
 accepts but that leave the model confused (a turn rebuilt without its calls, a duplicated or edited
-turn), each answered with a `sandbox:` error that says what to change.
+turn), each answered with a `sandbox:` error that says what to change. Where the request's content
+chooses the steps (`when`, `respond`), `_choose` picks each turn's step from the history before it.
 """
 
 from __future__ import annotations
