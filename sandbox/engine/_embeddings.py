@@ -143,6 +143,8 @@ def _openai(body: bytes) -> dict[str, Any]:
                 f"sandbox: dimensions={size!r}; {model} takes a whole number from 1 to {default}.",
                 "dimensions",
             )
+    # openai 3.63 sends base64 unless told otherwise, and decodes it as little-endian float32
+    # (`openai/lib/_parsing/_embeddings.py`, `prepare_embedding_request`).
     encoding = data.get("encoding_format", "float")
     if encoding not in ("float", "base64"):
         raise _openai_error(  # [INF] wording
@@ -186,6 +188,9 @@ def _openai_error(wire: WireFormat, message: str, param: str | None = None) -> E
 
 
 def _gemini(model: str, method: str, body: bytes) -> dict[str, Any]:
+    """google-genai 3.6's `models.embed_content` sends the Gemini API `:batchEmbedContents`, one request
+    per content, each naming `models/{model}` (`google/genai/models.py`,
+    `_EmbedContentParametersPrivate_to_mldev`); `:embedContent` takes one content."""
     wire = get_wire_format("gemini")
     if model not in GEMINI_MODELS:
         raise wire.error(

@@ -90,6 +90,12 @@ def _call_id(wire: WireFormat, scenario: Scenario, step_number: int) -> str:
 
 
 def _asked(wire: WireFormat, conversation: Conversation) -> _Asked | None:
+    """Where each SDK's parsing helper puts the schema: openai 3.63 `chat.completions.parse` in
+    `response_format.json_schema.schema` and `responses.parse` in `text.format.schema`
+    (`openai/lib/_parsing/`); anthropic 2.17 `messages.parse(output_format=...)` in
+    `output_config.format.schema` (`resources/messages/messages.py`); google-genai 3.6
+    `response_schema=Model` in `generationConfig.responseSchema`, upper-case types, and
+    `response_json_schema` in `responseJsonSchema`."""
     raw = conversation.raw
     if wire.name == "openai":
         return _format(raw.get("response_format"), "response_format", nested=True)
