@@ -39,8 +39,10 @@ def unmet(engine: Engine, journal: Journal) -> list[str]:
             played_by.setdefault(exchange.scenario, set()).add(played)
     for name, last in reached.items():
         scenario = _scenario(engine, name)
-        if scenario is not None and scenario.selects:
-            branches = _left_in_branches(scenario, played_by.get(name, set()))
+        if scenario is not None and scenario.selects and name not in played_by:
+            problems.append(f"scenario {name!r}: no request reached it")
+        elif scenario is not None and scenario.selects:
+            branches = _left_in_branches(scenario, played_by[name])
             if branches:
                 listed = ", ".join(str(index) for index in branches)
                 problems.append(

@@ -137,13 +137,16 @@ def test_strict_mock_counts_only_the_branches_that_began() -> None:
     with sandbox.mock(support(""), strict=True) as mounted:
         client = openai.OpenAI(api_key="sk-test", max_retries=0)
         tools: Any = [{"type": "function", "function": {"name": t.name, "parameters": t.parameters}} for t in TOOLS]
-        client.chat.completions.create(model="x", messages=[{"role": "user", "content": "cancel it"}], tools=tools)
+        messages: list[Any] = [{"role": "user", "content": "cancel it"}]
+        turn = client.chat.completions.create(model="x", messages=messages, tools=tools).choices[0].message
         assert mounted.unmet() == [
             "scenario 'support': step 3 of 4 never played (each follows the script's start "
             "or a step whose when matched)"
         ]
-        mounted.journal.clear()
-    assert mounted.unmet() == []
+        messages.append(turn.model_dump(exclude_none=True))
+        messages.append({"role": "tool", "tool_call_id": turn.tool_calls[0].id, "content": "ok"})
+        client.chat.completions.create(model="x", messages=messages, tools=tools)
+    assert mounted.unmet() == []  # the order branch never began: an alternative, not an expectation
 
 
 def test_when_in_toml() -> None:
@@ -215,3 +218,10 @@ def test_a_strict_mock_fails_on_a_request_no_step_matched() -> None:
             client.chat.completions.create(
                 model="x", messages=[{"role": "user", "content": "opening hours?"}], tools=tools
             )
+
+
+def test_a_strict_mock_fails_when_no_request_reaches_a_chosen_scenario() -> None:
+    for scenario in (support(""), Scenario("desk", respond=lambda conversation: "hi")):
+        with pytest.raises(AssertionError, match=rf"scenario '{scenario.name}': no request reached it"):
+            with sandbox.mock(scenario, strict=True):
+                pass
