@@ -7,6 +7,7 @@ Learners import the client as `from sandbox import skyl`. Everything else is mou
     sandbox.mock(...)                     intercept the providers' real hosts (respx + httpx2)
     sandbox.Fault("rate_limit", request=2)  a scripted fault, for Step(fault=...) or transport(faults=...)
     sandbox.SandboxApp(sandbox.Engine())  the ASGI app `sandbox serve` runs under uvicorn
+    sandbox.serving("single_call")        `sandbox serve` in a thread, for a test: `with ... as server: server.url`
 
 PYTEST_DONT_REWRITE: the package is a pytest plugin, imported before any session (and again by
 sessions run in-process, as instructors' meta-tests do); it has no asserts to rewrite.
@@ -21,6 +22,7 @@ from . import skyl
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
 from .adapters._asgi import SandboxApp
 from .adapters._serve import serve
+from .adapters._serving import RunningSandbox, serving
 from .adapters._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
 from .engine._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from .engine._engine import DEFAULT_BUDGET, Engine, Exchange
@@ -43,6 +45,7 @@ __all__ = [
     "Journal",
     "ProviderError",
     "Rule",
+    "RunningSandbox",
     "SandboxApp",
     "SandboxError",
     "SandboxMock",
@@ -61,6 +64,7 @@ __all__ = [
     "mock",
     "parse_faults",
     "serve",
+    "serving",
     "skyl",
     "transport",
 ]
