@@ -3,11 +3,7 @@ real host): what passes is answered unchanged, written as a scenario that replay
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,34 +11,14 @@ import pytest
 
 import sandbox
 from sandbox import skyl
-from sandbox.adapters._record import Recorder, RecordingProxy, redacted, redacted_query
-from sandbox.adapters._serve import make_server
-from sandbox.adapters._tcp import tcp_socket
+from sandbox.adapters._record import redacted, redacted_query
 from tests.conftest import lesson_loop, scenario_request, scripted_run
+from tests.loopback import recording
 from tests.sdk_drivers import DRIVERS, in_process_options, server_options
 
 pytestmark = pytest.mark.slow
 
 SECRET = "sk-secret-4242"
-
-
-@contextlib.contextmanager
-def recording(upstream: str, out: Path, name: str = "recorded") -> Iterator[tuple[str, Recorder]]:
-    """The recording proxy in front of `upstream`, under uvicorn in a thread: (its URL, the recorder)."""
-    recorder = Recorder(out, name, upstream)
-    sock = tcp_socket()
-    sock.bind(("127.0.0.1", 0))
-    server = make_server(RecordingProxy(upstream, recorder), grace=1.0)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started and thread.is_alive():
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", recorder
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 def _base(provider: str, url: str) -> str:
