@@ -28,7 +28,7 @@ from typing import NoReturn
 
 from .. import skyl
 from .._exceptions import SandboxError
-from ..adapters._asgi import cors_origins_of
+from ..adapters._asgi import SandboxApp, cors_origins_of
 from ..adapters._control import ControlApp
 from ..adapters._serve import serve
 from ..adapters._transport import transport
@@ -371,6 +371,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.room:
         return room.serve_room(args, engine, banner)
-    wrap = (lambda app: ControlApp(app, token)) if token is not None else None
-    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner, wrap=wrap)
+    if token is None:
+        serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
+    else:
+        control = token
+
+        def wrap(app: SandboxApp) -> ControlApp:
+            return ControlApp(app, control)
+
+        serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner, wrap=wrap)
     return 0
