@@ -9,7 +9,8 @@ says how. The model paths are unchanged and need no token.
   `error` text; and the `transcript` (`Journal.transcript()`), the stable text snapshot tests compare.
 - `POST /_sandbox/reset`: forget the journal.
 - `POST /_sandbox/scenarios`: load a scenario (its TOML text as the body); a request's model name
-  then picks it. A built-in scenario's name is refused; a loaded one may be loaded again.
+  then picks it. A built-in scenario's name is refused; a loaded one may be loaded again (at most
+  `MAX_LOADED` names in a server's life).
 - A per-test scope: a model request (or a control request) carrying `x-sandbox-scope: NAME` is kept
   in, and reads and resets, that scope's journal alone, so tests sharing one server do not see each
   other's exchanges. Without the header: the unscoped journal.
@@ -51,6 +52,8 @@ SCOPE_HEADER = "x-sandbox-scope"
 MAX_SCOPES = 1000
 """Scopes kept at once; past this the oldest is forgotten (a long run of tests on one server)."""
 MAX_SCENARIO_BYTES = 1024 * 1024
+MAX_LOADED = 1000
+"""Scenarios the API may load in a server's life (loading one again under its name does not count)."""
 
 
 class ControlApp:
@@ -62,6 +65,7 @@ class ControlApp:
         self.app = app
         self.token = token
         self.journals: dict[str, Journal] = {}
+        self.loaded: set[str] = set()
         self._lock = threading.Lock()
         app.on_exchange = self._keep
 
@@ -139,6 +143,12 @@ class ControlApp:
                 "error": f"sandbox: {scenario.name!r} is a built-in scenario's name, and a request's model name "
                 "must pick one scenario. Rename it in the file."
             }
+        if scenario.name not in self.loaded and len(self.loaded) >= MAX_LOADED:
+            return 409, {
+                "error": f"sandbox: this server has loaded {MAX_LOADED} scenarios, the most it keeps. Load one "
+                "again under a name it already has, or restart the server."
+            }
+        self.loaded.add(scenario.name)
         engine.scenarios[scenario.name] = scenario
         return 200, {"loaded": scenario.name}
 

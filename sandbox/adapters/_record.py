@@ -7,12 +7,13 @@ for plain bytes, so what passes is what is recorded). An upstream that cannot be
 whose body says so.
 
 `Recorder` keeps what passed: after each exchange it appends the exchange to `NAME.jsonl` and
-writes `NAME.toml` again (the scenario, `sandbox.engine._recorded`), so a recorder stopped at any
-moment leaves both whole. Secrets never reach either file: headers that carry credentials
-(`Authorization`, `x-api-key`, `x-goog-api-key`, `api-key`, cookies, any name with key, token,
-secret or auth in it) and query parameters such as `key=` are left out (`redacted`).
+writes the scenario of the conversation it belongs to again (`NAME.toml`, `NAME_2.toml`, ...;
+`sandbox.engine._recorded`), so a recorder stopped at any moment leaves every file whole.
+Secrets never reach a file: headers that carry credentials (`Authorization`, `x-api-key`,
+`x-goog-api-key`, `api-key`, cookies, any name with key, token, secret or auth in it) and query
+parameters such as `key=` are left out (`redacted`).
 
-May touch: the upstream (only the URL it was given) and the two files in `out`.
+May touch: the upstream (only the URL it was given) and the files it writes in `out`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import httpx
 
-from ..engine._recorded import Recording, scenarios_from
+from ..engine._recorded import Recording, Transcription
 from . import _encodings
 from ._serve import _listen, _signals_end_the_server, make_server
 
@@ -67,7 +68,9 @@ class Recorder:
         self.out = out
         self.name = name
         self.source = source
-        self.recordings: list[Recording] = []
+        self.exchanges = 0
+        """Exchanges kept so far."""
+        self.transcription = Transcription(name=name, source=source)
         self.written: list[Path] = []
         self._lock = threading.Lock()
         out.mkdir(parents=True, exist_ok=True)
@@ -87,15 +90,18 @@ class Recorder:
             "response_body": _text(recording.response_body),
         }
         with self._lock:
-            self.recordings.append(recording)
+            self.exchanges += 1
             with self.raw.open("a", encoding="utf-8") as file:
                 file.write(json.dumps(line, ensure_ascii=False) + "\n")
-            self.written = []
-            for name, text in scenarios_from(self.recordings, name=self.name, source=self.source):
-                path = self.out / f"{name}.toml"
-                partial = path.with_suffix(".toml.part")
-                partial.write_text(text, encoding="utf-8")
-                partial.replace(path)
+            index = self.transcription.add(recording)
+            if index is None:
+                return
+            name, text = self.transcription.scenario(index)
+            path = self.out / f"{name}.toml"
+            partial = path.with_suffix(".toml.part")
+            partial.write_text(text, encoding="utf-8")
+            partial.replace(path)
+            if path not in self.written:
                 self.written.append(path)
 
 

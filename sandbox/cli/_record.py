@@ -135,7 +135,7 @@ def _record(args: argparse.Namespace) -> int:
 
     run_proxy(RecordingProxy(upstream, recorder), host=args.host, port=args.port, ready=ready)
     if recorder.written:
-        print(f"Recorded {len(recorder.recordings)} exchange(s): {', '.join(map(str, recorder.written))}.")
+        print(f"Recorded {recorder.exchanges} exchange(s): {', '.join(map(str, recorder.written))}.")
     else:
         print(f"No model conversation passed through: nothing but {recorder.raw} was written.")
     return 0

@@ -13,7 +13,8 @@ wire formats, streamed or not, comes out the same:
 
 A request whose history holds no model turn starts a new conversation (unless the last one has
 not had an answer yet: that is a retry); each conversation becomes its own scenario. Nothing here
-touches a file: `scenarios_from` returns TOML text (`sandbox.engine._toml_out`).
+touches a file: `scenarios_from` (or `Transcription`, one exchange at a time) returns TOML text
+(`sandbox.engine._toml_out`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ..wire._sse import SSEEvent, SSEParser
 from ._toml_out import render
 from .faults import _statuses
 
-__all__ = ["Recording", "scenarios_from"]
+__all__ = ["Recording", "Transcription", "scenarios_from"]
 
 
 @dataclass(frozen=True)
@@ -77,31 +78,49 @@ def scenarios_from(recordings: Sequence[Recording], *, name: str, source: str) -
     """(scenario name, TOML text) for each conversation in `recordings`: `name`, then `name_2`, ...
     `source` says where the traffic came from, in each file's first comment. Exchanges that are not
     model requests of the four wire formats are left out."""
-    conversations: list[_Conversation] = []
+    transcription = Transcription(name=name, source=source)
     for recording in recordings:
+        transcription.add(recording)
+    return transcription.scenarios()
+
+
+class Transcription:
+    """`scenarios_from`, one recording at a time: each is read once, as it arrives (`sandbox record`
+    writes the scenarios again after every exchange)."""
+
+    def __init__(self, *, name: str, source: str) -> None:
+        self.name = name
+        self.source = source
+        self.conversations: list[_Conversation] = []
+
+    def add(self, recording: Recording) -> int | None:
+        """Read one exchange; the index of the conversation it joined (None: not a model request)."""
         found = route(recording.path)
         if found is None or recording.method != "POST":
-            continue
+            return None
         try:
             conversation = found.wire.parse_request(
                 recording.request_body, path_model=found.model, path_stream=found.stream
             )
         except ErrorResponse:
-            continue  # a request the provider refuses: no turn of the model's to learn from
+            return None  # a request the provider refuses: no turn of the model's to learn from
+        conversations = self.conversations
         number = 1 + sum(message.role == "assistant" for message in conversation.messages)
-        if number == 1 and not (conversations and not conversations[-1].answered):
-            conversations.append(_Conversation(found.provider, conversation))
-        elif not conversations:
-            conversations.append(_Conversation(found.provider, conversation))  # the recording began mid-way
+        if not conversations or (number == 1 and conversations[-1].answered):
+            conversations.append(_Conversation(found.provider, conversation))  # or the recording began mid-way
         current = conversations[-1]
         current.requests += 1
         current.outputs.update(_outputs(conversation.messages))
         _answer(current.turn(number), found.provider, recording, stream=conversation.stream or found.stream)
-    out = []
-    for index, played in enumerate(conversations):
-        scenario_name = name if index == 0 else f"{name}_{index + 1}"
-        out.append((scenario_name, render(_layout(played, scenario_name, source))))
-    return out
+        return len(conversations) - 1
+
+    def scenario(self, index: int) -> tuple[str, str]:
+        """Conversation `index`'s scenario: its name and its TOML text."""
+        name = self.name if index == 0 else f"{self.name}_{index + 1}"
+        return name, render(_layout(self.conversations[index], name, self.source))
+
+    def scenarios(self) -> list[tuple[str, str]]:
+        return [self.scenario(index) for index in range(len(self.conversations))]
 
 
 def _answer(turn: _Turn, provider: str, recording: Recording, *, stream: bool) -> None:

@@ -132,3 +132,14 @@ def test_the_sandbox_server_fixture_serves_the_marked_scenario(pytester: pytest.
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*the sandbox_server fixture takes scenario=, budget= and faults=, not 'echo'*"])
+
+
+def test_scenarios_loaded_at_run_time_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sandbox.adapters._control.MAX_LOADED", 1)
+    with sandbox.serving(control=True, token=TOKEN) as server:
+        auth = {"authorization": f"Bearer {TOKEN}"}
+        first = httpx.post(f"{server.url}/_sandbox/scenarios", content=GREETER, headers=auth)
+        again = httpx.post(f"{server.url}/_sandbox/scenarios", content=GREETER, headers=auth)
+        other = httpx.post(f"{server.url}/_sandbox/scenarios", content=GREETER.replace("greeter", "x"), headers=auth)
+    assert first.status_code == again.status_code == 200
+    assert other.status_code == 409 and "has loaded 1 scenarios, the most it keeps" in other.json()["error"]
