@@ -25,7 +25,7 @@ import sandbox
 from sandbox import skyl
 from sandbox.cli import main
 from sandbox.engine._cassettes import read_cassette, scenario_name
-from sandbox.engine._recorded import scenarios_from
+from sandbox.engine._recorded import Recording, scenarios_from
 
 KEY = "AIzaSy-not-a-real-key-0042"
 
@@ -462,3 +462,46 @@ def test_a_bad_cassette_has_clear_error(
     path.write_text(content)
     assert main(["import", str(path), "--out", str(tmp_path)]) == 2
     assert error in capsys.readouterr().err
+
+
+def _recorded_from(engine: sandbox.Engine, provider: str) -> list[Recording]:
+    """The lesson's loop on `single_call` through `engine`, streamed, its exchanges as a recorder keeps them."""
+    transport = sandbox.transport(engine=engine)
+    client = skyl.Client(provider, transport=transport)
+    request = skyl.Request(model="single_call", messages=[skyl.user_text("Weather?")], tools=TOOLS_SINGLE)
+    for _ in range(4):
+        try:
+            response = skyl.collect_stream(client.stream(request))
+        except sandbox.ProviderError:
+            continue  # the loop retries, as a loop facing a fault does
+        if not response.tool_calls():
+            break
+        request.messages.append(response.message)
+        request.messages.extend(skyl.tool_result_message(c.id, "18C") for c in response.tool_calls())
+    return [
+        Recording(e.method, e.path, e.status, e.request_body, e.body, content_type=e.headers.get("content-type", ""))
+        for e in transport.journal
+    ]
+
+
+TOOLS_SINGLE = list(sandbox.get_scenario("single_call").tools)
+
+
+@pytest.mark.parametrize(("kind", "provider"), [("stream_error", "anthropic"), ("truncated", "openai")])
+def test_a_broken_stream_becomes_the_fault_that_broke_it(kind: str, provider: str) -> None:
+    recordings = _recorded_from(sandbox.Engine(faults=f"{kind}@2"), provider)
+    [(_, text)] = scenarios_from(recordings, name="broken", source="a test")
+    assert f'[[faults]]\nkind = "{kind}"\nrequest = 2\n' in text
+    assert "sandbox.Fault" not in text
+
+
+def test_a_gemini_stream_without_alt_sse_reads_as_one_json_array() -> None:
+    engine = sandbox.Engine("plain_text")
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
+    path = "/v1beta/models/plain_text:streamGenerateContent"
+    exchange = engine.handle("POST", path, body, query="")  # no alt=sse: the real API answers a JSON array
+    assert exchange.body.startswith(b"[")
+    [(_, text)] = scenarios_from(
+        [Recording("POST", path, 200, body, exchange.body, content_type="application/json")], name="g", source="t"
+    )
+    assert 'text = "Hello! No tools needed for that."' in text
