@@ -22,7 +22,6 @@ from . import skyl
 from ._exceptions import ProviderError, SandboxError, ScenarioError, ToolLoopError, UsageError
 from .adapters._asgi import SandboxApp
 from .adapters._serve import serve
-from .adapters._serving import RunningSandbox, serving
 from .adapters._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
 from .engine._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
 from .engine._engine import DEFAULT_BUDGET, Engine, Exchange
@@ -32,6 +31,7 @@ from .wire import PROVIDERS, Rule
 
 if TYPE_CHECKING:
     from .adapters._mock import PROVIDER_HOSTS, SandboxMock, mock
+    from .adapters._serving import RunningSandbox, serving
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -69,13 +69,19 @@ __all__ = [
     "transport",
 ]
 
-_LAZY = {"PROVIDER_HOSTS": ".adapters._mock", "SandboxMock": ".adapters._mock", "mock": ".adapters._mock"}
+_LAZY = {
+    "PROVIDER_HOSTS": ".adapters._mock",
+    "SandboxMock": ".adapters._mock",
+    "mock": ".adapters._mock",
+    "RunningSandbox": ".adapters._serving",
+    "serving": ".adapters._serving",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """`sandbox.mock` and its kin load respx on first use, and `__version__` reads the installed
-    metadata on first use: a grading run (and every `sandbox` command) imports this package, and none
-    of them needs either."""
+    """`sandbox.mock` and its kin load respx on first use, `sandbox.serving` the control API, and
+    `__version__` reads the installed metadata on first use: a grading run (and every `sandbox`
+    command) imports this package, and none of them needs these."""
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     if name == "__version__":  # the installed distribution's: pyproject.toml is its one source
