@@ -134,3 +134,24 @@ def test_official_sdks_record_through_the_proxy_and_replay(provider: str, stream
     ]
     transport = sandbox.httpx2_transport(scenario)
     assert DRIVERS[provider]("parallel_calls", stream=stream, **in_process_options(provider, transport)) == answer
+
+
+@pytest.mark.parametrize("provider", ["openai-responses", "anthropic", "gemini"])
+def test_a_reasoning_model_records_as_a_reasoning_scenario(provider: str, tmp_path: Path) -> None:
+    """Its turns came with reasoning: the scenario plays a reasoning model, with what it thought, and
+    the loop must send that reasoning back on replay as it did to the upstream."""
+    written = sandbox.get_scenario("multi_step_reasoning")
+
+    def request() -> skyl.Request:
+        return skyl.Request(
+            model=written.name, messages=[skyl.user_text(written.prompt)], tools=list(written.tools), reasoning=True
+        )
+
+    with sandbox.serving() as upstream, recording(upstream.url, tmp_path) as (proxy, _):
+        with skyl.Client(provider, base_url=_base(provider, proxy), api_key=SECRET) as client:
+            recorded = lesson_loop(client, request(), scripted_run("multi_step"))
+    scenario = sandbox.load_scenario(tmp_path / "recorded.toml")
+    assert scenario.reasoning
+    assert [step.reasoning for step in scenario.steps] == [step.thought() for step in written.steps]
+    replay = skyl.Client(provider, transport=sandbox.transport(scenario))
+    assert lesson_loop(replay, request(), scripted_run("multi_step")).text() == recorded.text()
