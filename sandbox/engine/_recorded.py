@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import ProviderError
-from ..messages._types import Message, Response, StopReason, ToolCall
+from ..messages._types import Message, Response, StopReason, Tool, ToolCall
 from ..skyl._collect import StreamCollector
 from ..wire import ErrorResponse, route
 from ..wire._base import Conversation
@@ -63,6 +63,8 @@ class _Conversation:
     provider: str
     first: Conversation
     turns: dict[int, _Turn] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)
+    """Every tool the conversation's requests declared, first declaration first."""
     outputs: dict[str, str] = field(default_factory=dict)
     requests: int = 0
 
@@ -110,6 +112,8 @@ class Transcription:
             conversations.append(_Conversation(found.provider, conversation))  # or the recording began mid-way
         current = conversations[-1]
         current.requests += 1
+        for tool in conversation.tools:
+            current.tools.setdefault(tool.name, tool)
         current.outputs.update(_outputs(conversation.messages))
         _answer(current.turn(number), found.provider, recording, stream=conversation.stream or found.stream)
         return len(conversations) - 1
@@ -240,16 +244,21 @@ def _layout(conversation: _Conversation, name: str, source: str) -> dict[str, An
     if not steps or steps[-1].get("calls"):
         comments.append("The recording ended before the model's final answer: the last step was added.")
         steps.append({"text": "(the recording ended here)"})
+    tools = [
+        {"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters)}
+        for tool in conversation.tools.values()
+    ]
+    undeclared = sorted({call["name"] for step in steps for call in step.get("calls", ())} - set(conversation.tools))
+    if undeclared:
+        comments.append(f"The model called tools no request declared ({', '.join(undeclared)}): declared here.")
+        tools += [{"name": tool, "parameters": {"type": "object"}} for tool in undeclared]
     return {
         "#": comments,
         "name": name,
         "description": f"Recorded {conversation.provider} conversation ({first.model}).",
         "prompt": prompt,
         "reasoning": reasoning,
-        "tools": [
-            {"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters)}
-            for tool in first.tools
-        ],
+        "tools": tools,
         "steps": steps,
         "faults": faults,
         "tool_outputs": {key: value for key, value in conversation.outputs.items()},

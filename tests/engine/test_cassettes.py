@@ -505,3 +505,17 @@ def test_a_gemini_stream_without_alt_sse_reads_as_one_json_array() -> None:
         [Recording("POST", path, 200, body, exchange.body, content_type="application/json")], name="g", source="t"
     )
     assert 'text = "Hello! No tools needed for that."' in text
+
+
+def test_tools_declared_later_or_never_are_declared_in_the_scenario(tmp_path: Path) -> None:
+    cassette = chat_cassette()
+    second = cassette["interactions"][1]
+    extra = {"type": "function", "function": {"name": "get_city", "parameters": {"type": "object"}}}
+    second["request"]["parsed_body"]["tools"] = [*CHAT_TOOLS, extra]
+    call = {"id": "call_2", "type": "function", "function": {"name": "escalate", "arguments": "{}"}}
+    second["response"]["parsed_body"]["choices"][0]["message"] = {"role": "assistant", "tool_calls": [call]}
+    [(_, text)] = scenarios_from(read_cassette(_write(tmp_path, "c", cassette)), name="later", source="c.yaml")
+    (tmp_path / "later.toml").write_text(text)
+    scenario = sandbox.load_scenario(tmp_path / "later.toml")
+    assert [tool.name for tool in scenario.tools] == ["get_user_country", "get_city", "escalate"]
+    assert "# The model called tools no request declared (escalate): declared here." in text
