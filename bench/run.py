@@ -1,4 +1,4 @@
-"""Benchmarks for issue 6: `python bench/run.py` prints one table; every figure is a ratio against a
+"""The benchmarks: `python bench/run.py` prints one table; every figure is a ratio against a
 baseline measured in the same run, so the table means the same on a laptop and on a loaded CI box.
 
     python bench/run.py                      every row (about 5 minutes)
