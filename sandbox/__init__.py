@@ -7,6 +7,7 @@ Learners import the client as `from sandbox import skyl`. Everything else is mou
     sandbox.mock(...)                     intercept the providers' real hosts (respx + httpx2)
     sandbox.Fault("rate_limit", request=2)  a scripted fault, for Step(fault=...) or transport(faults=...)
     sandbox.SandboxApp(sandbox.Engine())  the ASGI app `sandbox serve` runs under uvicorn
+    sandbox.serving("single_call")        `sandbox serve` in a thread, for a test: `with ... as server: server.url`
 
 PYTEST_DONT_REWRITE: the package is a pytest plugin, imported before any session (and again by
 sessions run in-process, as instructors' meta-tests do); it has no asserts to rewrite.
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .adapters._asgi import SandboxApp
     from .adapters._mock import PROVIDER_HOSTS, SandboxMock, mock
     from .adapters._serve import serve
+    from .adapters._serving import RunningSandbox, serving
     from .adapters._transport import Httpx2Transport, Journal, SandboxTransport, httpx2_transport, transport
     from .engine._catalogue import catalogue, get_scenario, load_scenario, load_scenarios
     from .engine._engine import DEFAULT_BUDGET, Engine, Exchange
@@ -44,6 +46,7 @@ __all__ = [
     "Journal",
     "ProviderError",
     "Rule",
+    "RunningSandbox",
     "SandboxApp",
     "SandboxError",
     "SandboxMock",
@@ -63,6 +66,7 @@ __all__ = [
     "mock",
     "parse_faults",
     "serve",
+    "serving",
     "skyl",
     "transport",
 ]
@@ -101,6 +105,8 @@ _LAZY = {
     "PROVIDER_HOSTS": ".adapters._mock",
     "SandboxMock": ".adapters._mock",
     "mock": ".adapters._mock",
+    "RunningSandbox": ".adapters._serving",
+    "serving": ".adapters._serving",
 }
 """Where each public name lives: loaded on first use, so importing the package (as pytest does for
 its plugin in every run) costs almost nothing."""

@@ -33,10 +33,11 @@ from .grading.judge._options import add_options
 
 if TYPE_CHECKING:
     from .adapters._mock import SandboxMock
+    from .adapters._serving import RunningSandbox
     from .grading import Challenge
     from .grading.judge._harness import Harness
 
-__all__ = ["challenge", "sandbox_mock"]
+__all__ = ["challenge", "sandbox_mock", "sandbox_server"]
 
 _LOADABLE_IN_CHALLENGES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 
@@ -103,7 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "sandbox(scenario=None, budget=50, faults=None, strict=True): how the `sandbox_mock` fixture mounts "
-        "the sandbox for this test; strict fails it at teardown on unplayed steps and unmatched requests.",
+        "the sandbox for this test (and the `sandbox_server` fixture serves it, strict aside); strict fails "
+        "it at teardown on unplayed steps and unmatched requests.",
     )
     config.stash[_DESELECTED] = set()
     config.stash[_FOLDERS] = set()
@@ -282,3 +284,32 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
             mounted.check()
         except AssertionError as error:
             pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture
+def sandbox_server(request: pytest.FixtureRequest) -> Iterator[RunningSandbox]:
+    """`sandbox serve` on a free port of 127.0.0.1 for one test (`sandbox.serving()`), in a thread.
+
+    `.url` (and `.openai_url`) for any client, even a program in another language; `.journal()` for
+    what the sandbox answered. `@pytest.mark.sandbox(scenario=..., budget=..., faults=...)` applies.
+    """
+    marker = request.node.get_closest_marker("sandbox")
+    options = dict(marker.kwargs) if marker else {}
+    if marker and marker.args:
+        options.setdefault("scenario", marker.args[0])
+    options.pop("strict", None)
+    unknown = sorted(set(options) - {"scenario", "budget", "faults"})
+    if unknown:
+        pytest.fail(
+            f"@pytest.mark.sandbox: the sandbox_server fixture takes scenario=, budget= and faults=, not "
+            f"{', '.join(map(repr, unknown))}.",
+            pytrace=False,
+        )
+    from .adapters._serving import serving  # uvicorn's server, loaded only by the tests that serve
+
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(serving(**options))
+        except (ScenarioError, UsageError) as error:
+            pytest.fail(f"@pytest.mark.sandbox: {error}", pytrace=False)
+        yield server

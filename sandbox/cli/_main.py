@@ -11,6 +11,8 @@ sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
 sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
 sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
+sandbox record --upstream U  a recording proxy: a real provider's traffic becomes a scenario
+sandbox import CASSETTE...   vcrpy / pytest-recording cassettes become scenarios
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from typing import NoReturn
 
 from .. import skyl
 from .._exceptions import SandboxError
-from ..adapters._asgi import cors_origins_of
+from ..adapters._asgi import SandboxApp, cors_origins_of
+from ..adapters._control import ControlApp
 from ..adapters._serve import serve
 from ..adapters._transport import transport
 from ..engine import _catalogue
@@ -37,6 +40,7 @@ from ..grading.judge._progress import Progress
 from ..grading.judge._state import State
 from ..grading.judge._transcript import describe_call, describe_message, quote
 from ..wire import PROVIDERS
+from . import _record as record
 from . import _room as room
 from ._programs import add_commands
 
@@ -141,9 +145,12 @@ def _parser() -> argparse.ArgumentParser:
         store = "where kept state lives: memory (default), sqlite:///PATH or redis://HOST:PORT/DB (shared)"
         sub.add_argument("--store", default="memory", metavar="URL", help=store)
         room.add_options(sub, flag=sub is serve_)
+        record.add_port_file(sub)
+    record.add_control_options(serve_)
     verify = command("verify", room.VERIFY_SUMMARY, room.verify, [])
     room.add_verify_options(verify)
     add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
+    record.add_commands(command, _port)  # record, import: scenarios from real traffic
     return parser
 
 
@@ -327,6 +334,9 @@ def _serve(args: argparse.Namespace) -> int:
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
     args.cors_origin = cors_origins_of(args.cors_origin)
+    token = record.control_token(args) if hasattr(args, "control") else None
+    if token is not None and args.room:
+        raise CommandError("--control serves the sandbox alone: drop --room, or --control.")
     engine_class = room.RecordingEngine if args.room else Engine
     engine = engine_class(
         args.scenario,
@@ -354,9 +364,20 @@ def _serve(args: argparse.Namespace) -> int:
             print("  Strict echo: rebuilt model turns and undeclared tools are refused, as the graders refuse them.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
+        if token is not None:
+            print(f"  Control API at {base}/_sandbox/ (journal, reset, scenarios): Authorization: Bearer {token}")
         sys.stdout.flush()
+        record.write_port_file(args.port_file, port)
 
     if args.room:
         return room.serve_room(args, engine, banner)
-    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
+    if token is None:
+        serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
+    else:
+        control = token
+
+        def wrap(app: SandboxApp) -> ControlApp:
+            return ControlApp(app, control)
+
+        serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner, wrap=wrap)
     return 0
