@@ -82,6 +82,7 @@ def test_compose_puts_nginx_in_front_of_the_sandbox_and_redis_behind_it() -> Non
     assert mounted[1] == "/etc/nginx/conf.d/default.conf"
     redis = services["redis"]["command"]
     assert redis[:5] == ["redis-server", "--save", "", "--appendonly", "no"]
+    assert redis[redis.index("--maxmemory-policy") + 1] == "noeviction", "only the sandbox evicts its keys"
 
 
 def _manifest() -> dict[tuple[str, str], dict[str, Any]]:
