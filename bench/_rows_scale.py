@@ -35,12 +35,13 @@ RETRIES = 2
 
 
 @contextlib.contextmanager
-def _sandbox_serve(workers: int) -> Iterator[Any]:
-    """`sandbox serve` (the command, with `--workers` over 1: its default shared SQLite store)."""
+def _sandbox_serve(workers: int, store: str | None = None) -> Iterator[Any]:
+    """`sandbox serve` (the command, with `--workers` over 1 and no `store`: its default shared SQLite file)."""
     import _serve
 
     port = _serve._free_port()
     command = [sys.executable, "-m", "sandbox", "serve", "--port", str(port), "--workers", str(workers)]
+    command += ["--store", store] if store else []
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
@@ -65,13 +66,17 @@ def row_workers(settings: Settings) -> list[Row]:
 
     seconds, rounds = (1.0, 1) if settings.quick else (2.0, 3)
     skipped = _serve.aimock_ready()
-    kinds = ["one worker", "two workers"] + ([] if skipped else ["aimock"])
+    kinds = ["one worker", "two workers", "two workers, Redis"] + ([] if skipped else ["aimock"])
     pool = _serve.request_pool(False)
     cells: dict[tuple[str, int], Any] = {}
     with contextlib.ExitStack() as stack:
+        from tests.stores import redis_server
+
+        redis = stack.enter_context(redis_server(Path(stack.enter_context(tempfile.TemporaryDirectory()))))
         served = {
             "one worker": stack.enter_context(_sandbox_serve(1)),
             "two workers": stack.enter_context(_sandbox_serve(2)),
+            "two workers, Redis": stack.enter_context(_sandbox_serve(2, redis)),
         }
         if not skipped:
             served["aimock"] = stack.enter_context(_serve.server_process("aimock"))
@@ -87,20 +92,22 @@ def row_workers(settings: Settings) -> list[Row]:
                         cells[kind, clients] = cell
     rows = []
     for clients in WORKER_CLIENTS:
-        two, one = cells["two workers", clients], cells["one worker", clients]
+        two, one, redis_two = (cells[kind, clients] for kind in ("two workers", "one worker", "two workers, Redis"))
         mock = cells.get(("aimock", clients))
-        errors = two.errors + one.errors
-        latency = f"p50 / p99 ms: two {two.p50_ms:.2f} / {two.p99_ms:.2f}, one {one.p50_ms:.2f} / {one.p99_ms:.2f}"
-        rows.append(
-            Row(
-                f"serve --workers 2, {clients} clients: req/s against one worker",
-                two.rps / one.rps,
-                "sandbox serve, one process (memory store); two share a SQLite file",
-                "information",
-                False if errors else None,
-                f"{two.rps:.0f} vs {one.rps:.0f} req/s; {latency}" + (f"; {errors} non-200" if errors else ""),
+        for subject, store in ((two, "their default SQLite file"), (redis_two, "a redis-server")):
+            errors = subject.errors + one.errors
+            two_ms = f"{subject.p50_ms:.2f} / {subject.p99_ms:.2f}"
+            latency = f"p50 / p99 ms: two {two_ms}, one {one.p50_ms:.2f} / {one.p99_ms:.2f}"
+            rows.append(
+                Row(
+                    f"serve --workers 2 sharing {store}, {clients} clients: req/s against one worker",
+                    subject.rps / one.rps,
+                    "sandbox serve, one process, its memory store",
+                    "information",
+                    False if errors else None,
+                    f"{subject.rps:.0f} vs {one.rps:.0f} req/s; {latency}" + (f"; {errors} non-200" if errors else ""),
+                )
             )
-        )
         rows.append(
             Row(
                 f"serve --workers 2, {clients} clients: req/s against aimock",
@@ -196,22 +203,41 @@ def _arguments(text: str) -> dict[str, Any]:
     return value
 
 
-async def _crowd(base: str, seconds: float, kill: Any) -> tuple[_Tally, float]:
+async def _crowd(base: str, learners: int, seconds: float, kill: Any) -> tuple[_Tally, float]:
     tally = _Tally()
     started = time.perf_counter()
     stop_at = started + seconds
     tls = ssl.create_default_context()  # unused over http://, but each client would otherwise load its own
-    learners = [asyncio.ensure_future(_learner(base, number, stop_at, tally, tls)) for number in range(LEARNERS)]
+    crowd = [asyncio.ensure_future(_learner(base, number, stop_at, tally, tls)) for number in range(learners)]
     if kill is not None:
         await asyncio.sleep(seconds / 2)
         kill()
-    await asyncio.gather(*learners)
+    await asyncio.gather(*crowd)
     return tally, time.perf_counter() - started
 
 
-def _site_run(seconds: float, kill_one: bool) -> tuple[_Tally, float, float | None, float]:
-    """One crowd on a fresh site: the tally, the wall time, the sandbox processes' CPU seconds (both
-    up throughout: healthy runs only) and the load generator's own."""
+@dataclass
+class _Run:
+    tally: _Tally
+    wall: float
+    cpu: dict[str, float]
+    """CPU seconds each part of the site used during the crowd: the sandbox processes (healthy runs
+    only: a killed one's is gone), nginx, Redis, and this load generator."""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def _site_run(learners: int, seconds: float, kill_one: bool) -> _Run:
+    """One crowd on a fresh site, and what each of its parts spent."""
+    import redis
     from _load import _new_loop, cpu_seconds
 
     from tests.site import lesson_site
@@ -219,16 +245,25 @@ def _site_run(seconds: float, kill_one: bool) -> tuple[_Tally, float, float | No
     with tempfile.TemporaryDirectory() as folder, lesson_site(Path(folder), options=SITE_OPTIONS) as site:
         victim = next(iter(site.servers))
         kill = (lambda: site.kill(victim)) if kill_one else None
-        pids = [process.pid for process in site.servers.values()]
-        before, own = [cpu_seconds(pid) for pid in pids], time.process_time()
+        with redis.Redis.from_url(site.store) as client:
+            redis_pid = int(client.info("server")["process_id"])
+        parts = {
+            "sandbox": [process.pid for process in site.servers.values()],
+            "nginx": [site.proxy_pid, *_children(site.proxy_pid)],
+            "redis": [redis_pid],
+        }
+        before = {name: [cpu_seconds(pid) or 0.0 for pid in pids] for name, pids in parts.items()}
+        own = time.process_time()
         loop = _new_loop()
         try:
-            tally, wall = loop.run_until_complete(_crowd(site.base, seconds, kill))
+            tally, wall = loop.run_until_complete(_crowd(site.base, learners, seconds, kill))
         finally:
             loop.close()
-        after, own = [cpu_seconds(pid) for pid in pids], time.process_time() - own
-    used = None if kill_one or None in before + after else sum(after) - sum(before)  # type: ignore[operator]
-    return tally, wall, used, own
+        cpu = {"load generator": time.process_time() - own}
+        for name, pids in parts.items():
+            if not (kill_one and name == "sandbox"):
+                cpu[name] = sum(cpu_seconds(pid) or 0.0 for pid in pids) - sum(before[name])
+    return _Run(tally, wall, cpu)
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -237,29 +272,41 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def row_site(settings: Settings) -> list[Row]:
-    """1,000 learners for `seconds` on the two-process site, healthy, then the same with one process
-    killed halfway; the killed run's p99 against the healthy run's, and the sandbox's CPU a request."""
+    """1,000 learners for `seconds` on the two-process site, healthy and with one process killed
+    halfway, and a tenth of them healthy (where the machine is not the limit): p99 against p99, and
+    what each part of the site spends a request."""
     seconds = 20.0 if settings.quick else 40.0
-    runs = {name: _site_run(seconds, kill_one=name == "killed") for name in ("healthy", "killed")}
+    runs = {
+        "few": _site_run(LEARNERS // 10, seconds, kill_one=False),
+        "healthy": _site_run(LEARNERS, seconds, kill_one=False),
+        "killed": _site_run(LEARNERS, seconds, kill_one=True),
+    }
+    p99s = {name: _percentile(run.tally.latencies, 0.99) for name, run in runs.items()}
     rows = []
-    healthy_p99 = _percentile(runs["healthy"][0].latencies, 0.99)
-    for name, (tally, wall, used, own) in runs.items():
-        p50, p99 = _percentile(tally.latencies, 0.5), _percentile(tally.latencies, 0.99)
-        requests = len(tally.latencies)
+    for name, run in runs.items():
+        tally = run.tally
+        requests = max(1, len(tally.latencies))
+        learners = LEARNERS // 10 if name == "few" else LEARNERS
         what = "one of the two killed halfway" if name == "killed" else "both up"
+        baseline = {
+            "few": ("itself", "few"),
+            "healthy": (f"{LEARNERS // 10} learners, same site (same run)", "few"),
+            "killed": (f"{LEARNERS} learners, both up (same run)", "healthy"),
+        }[name]
         target = "0 failed loops; errors only the killed one's in flight" if name == "killed" else "0 errors"
-        met = tally.failed == 0 and tally.wrong == 0 and (tally.errors == 0 if name == "healthy" else True)
-        cpu = f"; sandbox CPU {used / requests * 1e6:.0f} us a request" if used is not None and requests else ""
+        met = tally.failed == 0 and tally.wrong == 0 and (tally.errors == 0 if name != "killed" else True)
+        cpu = ", ".join(f"{part} {used / requests * 1e6:.0f}" for part, used in run.cpu.items())
         rows.append(
             Row(
-                f"lesson site, {LEARNERS} learners for {seconds:.0f} s, {what}: p99 against the healthy run",
-                p99 / healthy_p99,
-                "the same site and crowd, both processes up (same run)",
+                f"lesson site, {learners} learners for {seconds:.0f} s, {what}: p99 against {baseline[0]}",
+                p99s[name] / p99s[baseline[1]],
+                baseline[0],
                 target,
                 met,
-                f"{requests / wall:.0f} req/s, {tally.loops} loops; p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
+                f"{requests / run.wall:.0f} req/s, {tally.loops} loops; "
+                f"p50 {_percentile(tally.latencies, 0.5):.1f} ms, p99 {p99s[name]:.1f} ms; "
                 f"{tally.errors} attempts without a 200, {tally.failed} requests failed after {RETRIES} retries, "
-                f"{tally.wrong} wrong answers{cpu}; load generator CPU {own / max(1, requests) * 1e6:.0f} us a request",
+                f"{tally.wrong} wrong answers; CPU us a request: {cpu}",
             )
         )
     return rows

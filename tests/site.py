@@ -31,6 +31,10 @@ class Site:
     """Each `sandbox serve` by its upstream address (127.0.0.1:PORT)."""
     access_log: Path = Path()
     """nginx's log: one `STATUS UPSTREAM_ADDRESSES` line per answer."""
+    store: str = ""
+    """The Redis URL the servers share."""
+    proxy_pid: int = 0
+    """nginx's master process (its worker is its child)."""
 
     def kill(self, address: str) -> None:
         """End one server at once (SIGKILL), as a machine that fails does: no goodbye to anyone."""
@@ -100,7 +104,7 @@ def lesson_site(folder: Path, *, machines: int = 2, options: tuple[str, ...] = (
     nginx = nginx_binary()
     with ExitStack() as stack:
         store = stack.enter_context(redis_server(folder))
-        site = Site(base="")
+        site = Site(base="", store=store)
         for _ in range(machines):
             port = _free_port()
             command = [sys.executable, "-m", "sandbox", "serve", "--port", str(port), "--store", store]
@@ -117,6 +121,7 @@ def lesson_site(folder: Path, *, machines: int = 2, options: tuple[str, ...] = (
         command = [nginx, "-p", str(folder), "-c", str(conf), "-e", str(folder / "error.log"), "-g", "daemon off;"]
         proxy = subprocess.Popen(command)
         stack.callback(_stop, proxy)
+        site.proxy_pid = proxy.pid
         site.base = f"http://127.0.0.1:{listen}"
         site.access_log = folder / "access.log"
         _up(f"{site.base}/health", proxy, "nginx")

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from sandbox.adapters._serve import forwarded_ips_of
@@ -130,3 +133,17 @@ def test_nginx_accepts_the_deployed_site(tmp_path: Path) -> None:
     site = (DEPLOY / "nginx.conf").read_text()
     assert 'proxy_set_header X-Forwarded-For "$remote_addr:$remote_port";' in site
     assert "proxy_buffering off;" in site and "client_max_body_size 4m;" in site
+
+
+def test_haproxy_accepts_the_documented_config_without_a_warning(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "deploy" / "proxy.md").read_text()
+    blocks = re.findall(r"^```\n(defaults\n.*?)^```", page, re.DOTALL | re.MULTILINE)
+    assert len(blocks) == 1, "docs/deploy/proxy.md shows one HAProxy configuration"
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not Path(haproxy).exists():
+        pytest.skip("haproxy is not installed")
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(blocks[0])
+    checked = subprocess.run([haproxy, "-c", "-f", str(config)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0 and "WARNING" not in checked.stderr + checked.stdout, checked.stderr
+    assert "http-request set-header X-Forwarded-For %[src]:%[src_port]" in blocks[0]
