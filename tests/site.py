@@ -4,6 +4,7 @@ upstream pointed at those ports). Every process is started here and stopped by i
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -68,10 +69,14 @@ def nginx_conf(folder: Path, listen: int, upstreams: list[str]) -> str:
     )
 
 
-def nginx_binary() -> str:
-    found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+def proxy_binary(name: str) -> str:
+    """The path of `nginx` or `haproxy`; skip the test without it, or fail under SANDBOX_REQUIRE_PROXIES=1
+    (set by `.ci/run`, which installs both)."""
+    found = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
     if found is None:
-        pytest.skip("nginx is not installed")
+        if os.environ.get("SANDBOX_REQUIRE_PROXIES") == "1":
+            pytest.fail(f"SANDBOX_REQUIRE_PROXIES=1 but {name} is missing: apt-get install nginx haproxy.")
+        pytest.skip(f"{name} is not installed")
     return found
 
 
@@ -101,7 +106,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 @contextmanager
 def lesson_site(folder: Path, *, machines: int = 2, options: tuple[str, ...] = ()) -> Iterator[Site]:
     """`machines` sandbox servers sharing one Redis behind nginx, until the block ends."""
-    nginx = nginx_binary()
+    nginx = proxy_binary("nginx")
     with ExitStack() as stack:
         store = stack.enter_context(redis_server(folder))
         site = Site(base="", store=store)

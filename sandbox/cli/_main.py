@@ -351,7 +351,7 @@ def _serve(args: argparse.Namespace) -> int:
     args.forwarded_allow_ips = forwarded_ips_of(args.forwarded_allow_ips)
     if args.workers > 1 and args.room:
         raise CommandError(
-            f"--workers {args.workers} with --room: the room's live page is served by one process. Run the "
+            f"--workers {args.workers} with a workshop room: the room's live page is served by one process. Run the "
             "room with one worker, or serve learners' loops from a separate `sandbox serve --workers N`."
         )
     if args.workers > 1 and args.store == "memory":

@@ -8,17 +8,15 @@ import argparse
 import json
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from sandbox.adapters._serve import forwarded_ips_of
 from sandbox.cli._main import _parser
-from tests.site import nginx_binary, nginx_conf
+from tests.site import nginx_conf, proxy_binary
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ROOT = DEPLOY.parent
@@ -120,7 +118,7 @@ def test_the_kubernetes_manifest_has_redis_the_sandbox_and_their_services() -> N
 
 
 def test_nginx_accepts_the_deployed_site(tmp_path: Path) -> None:
-    nginx = nginx_binary()
+    nginx = proxy_binary("nginx")
     conf = tmp_path / "nginx.conf"
     conf.write_text(nginx_conf(tmp_path, 8080, ["127.0.0.1:8765", "127.0.0.1:8766"]))
     checked = subprocess.run(
@@ -139,9 +137,7 @@ def test_haproxy_accepts_the_documented_config_without_a_warning(tmp_path: Path)
     page = (ROOT / "docs" / "deploy" / "proxy.md").read_text()
     blocks = re.findall(r"^```\n(defaults\n.*?)^```", page, re.DOTALL | re.MULTILINE)
     assert len(blocks) == 1, "docs/deploy/proxy.md shows one HAProxy configuration"
-    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
-    if not Path(haproxy).exists():
-        pytest.skip("haproxy is not installed")
+    haproxy = proxy_binary("haproxy")
     config = tmp_path / "haproxy.cfg"
     config.write_text(blocks[0])
     checked = subprocess.run([haproxy, "-c", "-f", str(config)], capture_output=True, text=True, timeout=60)
