@@ -11,6 +11,8 @@ sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
 sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
 sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
+sandbox record --upstream U  a recording proxy: a real provider's traffic becomes a scenario
+sandbox import CASSETTE...   vcrpy / pytest-recording cassettes become scenarios
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from typing import NoReturn
 
 from .. import skyl
 from .._exceptions import SandboxError
-from ..adapters._asgi import cors_origins_of
+from ..adapters._asgi import SandboxApp, cors_origins_of
+from ..adapters._control import ControlApp
 from ..adapters._serve import forwarded_ips_of, serve
 from ..adapters._transport import transport
 from ..adapters._workers import serve_workers
@@ -42,6 +45,7 @@ from ..grading.judge._progress import Progress
 from ..grading.judge._state import State
 from ..grading.judge._transcript import describe_call, describe_message, quote
 from ..wire import PROVIDERS
+from . import _record as record
 from . import _room as room
 from ._programs import add_commands
 
@@ -162,9 +166,12 @@ def _parser() -> argparse.ArgumentParser:
         forwarded = "proxies whose X-Forwarded-For names the client: addresses or networks, comma-separated, or *"
         sub.add_argument("--forwarded-allow-ips", default=None, metavar="IPS", help=forwarded)
         room.add_options(sub, flag=sub is serve_)
+        record.add_port_file(sub)
+    record.add_control_options(serve_)
     verify = command("verify", room.VERIFY_SUMMARY, room.verify, [])
     room.add_verify_options(verify)
     add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
+    record.add_commands(command, _port)  # record, import: scenarios from real traffic
     return parser
 
 
@@ -349,10 +356,18 @@ def _serve(args: argparse.Namespace) -> int:
         )
     args.cors_origin = cors_origins_of(args.cors_origin)
     args.forwarded_allow_ips = forwarded_ips_of(args.forwarded_allow_ips)
+    token = record.control_token(args) if hasattr(args, "control") else None
+    if token is not None and args.room:
+        raise CommandError("--control serves the sandbox alone: drop --room, or --control.")
     if args.workers > 1 and args.room:
         raise CommandError(
             f"--workers {args.workers} with a workshop room: the room's live page is served by one process. Run the "
             "room with one worker, or serve learners' loops from a separate `sandbox serve --workers N`."
+        )
+    if args.workers > 1 and token is not None:
+        raise CommandError(
+            f"--workers {args.workers} with --control: the control API reads and resets one process's journal. "
+            "Drop --workers (one process), or --control."
         )
     if args.workers > 1 and args.store == "memory":
         raise CommandError(
@@ -366,10 +381,10 @@ def _serve(args: argparse.Namespace) -> int:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="sandbox-store-"))
             args.store = f"sqlite:///{Path(folder) / 'kept.db'}"
             args.store_note = " (removed when the server stops; name one with --store to keep it)"
-        return _serve_with(args, scenarios)
+        return _serve_with(args, scenarios, token)
 
 
-def _serve_with(args: argparse.Namespace, scenarios: dict[str, Scenario] | None) -> int:
+def _serve_with(args: argparse.Namespace, scenarios: dict[str, Scenario] | None, token: str | None) -> int:
     engine_class = room.RecordingEngine if args.room else Engine
     make_engine = functools.partial(
         engine_class,
@@ -401,13 +416,23 @@ def _serve_with(args: argparse.Namespace, scenarios: dict[str, Scenario] | None)
             print(f"  {args.workers} worker processes, sharing kept state in {args.store}{args.store_note}.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
+        if token is not None:
+            print(f"  Control API at {base}/_sandbox/ (journal, reset, scenarios): Authorization: Bearer {token}")
         sys.stdout.flush()
+        record.write_port_file(args.port_file, port)
 
     if args.room:
         return room.serve_room(args, engine, banner)
     options = {"host": args.host, "port": args.port, "cors_origins": args.cors_origin, "ready": banner}
     if args.workers > 1:
         serve_workers(make_engine, workers=args.workers, forwarded_allow_ips=args.forwarded_allow_ips, **options)
-    else:
+    elif token is None:
         serve(engine, forwarded_allow_ips=args.forwarded_allow_ips, **options)
+    else:
+        control = token
+
+        def wrap(app: SandboxApp) -> ControlApp:
+            return ControlApp(app, control)
+
+        serve(engine, forwarded_allow_ips=args.forwarded_allow_ips, wrap=wrap, **options)
     return 0

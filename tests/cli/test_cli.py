@@ -23,7 +23,7 @@ from sandbox.grading.judge._progress import Progress
 from tests.engine.kept.test_senders import _responses_continue
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["list", "check", "hint", "watch", "solution", "scenarios", "replay", "serve"]
+COMMANDS = ["list", "check", "hint", "watch", "solution", "scenarios", "replay", "serve", "record", "import"]
 
 
 @pytest.fixture
