@@ -29,6 +29,7 @@ from _rows_client import row_inproc, row_loop, row_sdk  # noqa: E402
 from _rows_grading import row_challenges, row_learner, row_sandbox  # noqa: E402
 from _rows_memory import memory_child, row_kept, row_limits, row_memory, row_stores  # noqa: E402
 from _rows_replay import row_replay  # noqa: E402
+from _rows_scale import row_site, row_workers  # noqa: E402
 from _rows_serve import row_serve, row_stalls  # noqa: E402
 from _rows_startup import row_startup  # noqa: E402
 
@@ -47,6 +48,8 @@ ROWS = (
     "stores",
     "startup",
     "replay",
+    "workers",
+    "site",
 )
 
 
@@ -73,7 +76,7 @@ def main() -> int:
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve, "stalls": row_stalls,
                 "challenges": row_challenges, "sandbox": row_sandbox, "learner": row_learner, "memory": row_memory,
                 "limits": row_limits, "kept": row_kept, "stores": row_stores, "startup": row_startup,
-                "replay": row_replay}  # fmt: skip
+                "replay": row_replay, "workers": row_workers, "site": row_site}  # fmt: skip
     for name in ROWS:
         if name in chosen:
             print(f"... {name}", file=sys.stderr, flush=True)

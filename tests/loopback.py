@@ -17,11 +17,11 @@ from sandbox.adapters._tcp import tcp_socket
 
 
 @contextlib.contextmanager
-def serving(engine: sandbox.Engine) -> Iterator[str]:
+def serving(engine: sandbox.Engine, *, forwarded_allow_ips: str | None = None) -> Iterator[str]:
     """Serve `engine` until the block ends; yields the base URL, http://127.0.0.1:PORT."""
     sock = tcp_socket()
     sock.bind(("127.0.0.1", 0))
-    server = make_server(sandbox.SandboxApp(engine), grace=1.0)
+    server = make_server(sandbox.SandboxApp(engine), grace=1.0, forwarded_allow_ips=forwarded_allow_ips)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="sandbox-serve", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

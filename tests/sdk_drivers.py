@@ -113,6 +113,36 @@ def openai_responses(
         raise AssertionError("the openai responses loop did not finish")
 
 
+def openai_responses_kept(scenario_name: str, *, client: Any = None, **options: Any) -> str:
+    """The Responses loop that leaves its history on the server: after the prompt, each turn sends
+    only the tool outputs and `previous_response_id`."""
+    import openai
+
+    scenario = sandbox.get_scenario(scenario_name)
+    client = client or openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
+    with client:
+        tools: Any = [
+            {"type": "function", "name": t.name, "parameters": t.parameters, "strict": False} for t in scenario.tools
+        ]
+        response = client.responses.create(model=scenario.name, input=scenario.prompt, tools=tools)
+        for _ in range(10):
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                return response.output_text
+            outputs: Any = [
+                {
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": _output(scenario, call.name, json.loads(call.arguments)),
+                }
+                for call in calls
+            ]
+            response = client.responses.create(
+                model=scenario.name, previous_response_id=response.id, input=outputs, tools=tools
+            )
+        raise AssertionError("the openai responses loop did not finish")
+
+
 def anthropic_messages(
     scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any
 ) -> str:

@@ -31,7 +31,7 @@ import httpx
 
 from ..engine._recorded import Recording, Transcription
 from . import _encodings
-from ._serve import _listen, _signals_end_the_server, make_server
+from ._serve import listen, make_server, signals_end_the_server
 
 __all__ = ["Recorder", "RecordingProxy", "redacted", "redacted_query", "run_proxy"]
 
@@ -205,11 +205,11 @@ async def _reply(send: Send, status: int, message: str) -> None:
 def run_proxy(proxy: RecordingProxy, *, host: str, port: int, ready: Callable[[int], None]) -> None:
     """Serve `proxy` under uvicorn, as `sandbox serve` serves the sandbox, until SIGTERM or SIGINT;
     `ready` gets the bound port (the one chosen for `port=0`)."""
-    sock = _listen(host, port)
+    sock = listen(host, port)
     try:
         ready(sock.getsockname()[1])
         server = make_server(proxy)
-        with _signals_end_the_server():
+        with signals_end_the_server():
             server.run(sockets=[sock])
     finally:
         sock.close()

@@ -87,7 +87,11 @@ class Engine:
         if not isinstance(kept_mib, (int, float)) or not 0 <= kept_mib < 1024 * 1024:
             raise UsageError(f"kept_mib={kept_mib!r}: use a number of MiB, 0 or more (64 by default).")
         self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
-        self.faults = FaultPlan(parse_faults(faults) if isinstance(faults, str) else tuple(faults or ()), budget=budget)
+        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024), store)
+        """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
+        keeps, for the clients of providers that keep it (see `_kept`)."""
+        planned = parse_faults(faults) if isinstance(faults, str) else tuple(faults or ())
+        self.faults = FaultPlan(planned, budget=budget, records=self.kept.store)
         """Ad-hoc faults (`transport(faults=...)`), and the attempt counts of every fault that plays."""
         if isinstance(scenario, str):
             if scenario not in self.scenarios:
@@ -102,9 +106,6 @@ class Engine:
                 self.faults.check_request(fault, where=f"scenario {playing.name!r}:")
         self.budget = budget
         self.max_body_bytes = max_body_bytes
-        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024), store)
-        """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
-        keeps, for the clients of providers that keep it (see `_kept`)."""
         self._repeats: Repeats = self.kept.store.repeats()
         self._answers = self.kept.store.numbers()
         """Numbers every request this engine answers: the ids an answer issues for itself carry it. A
