@@ -9,6 +9,7 @@ memory for only that much.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
@@ -115,8 +116,9 @@ def run_program(
     it sees only the runtime and the folders of the files its command names."""
     isolation = isolation or Isolation(False)
     if os.name != "posix":  # pragma: no cover - Windows: the program alone, in a process group of its own
-        return _run(list(command), env, seconds, cwd, None)
+        return _run(list(command), env, seconds, cwd, [])
     status_read, status_write = os.pipe()
+    sandbox: contextlib.AbstractContextManager[tuple[list[str], list[int]]]
     who = [str(isolation.uid), str(isolation.gid)] if isolation.uid is not None else ["-", "-"]
     env = {**env, "PATH": os.pathsep.join(_absolute(env.get("PATH", os.defpath)))}
     if isolation.sandboxed and relay is not None:
@@ -128,7 +130,7 @@ def run_program(
         socket = f"{INSIDE}/sockets/{relay.name}"
         launch = [sys.executable, "-I", "-S", inside, str(status_write), f"{seconds:g}", *who, str(relay.port), socket]
         here = str(Path(cwd or os.getcwd()).resolve())
-        argv = isolation.bwrap(
+        sandbox = isolation.bwrap(
             [*launch, "--", *command],
             ro=[(str(_LAUNCHER), inside), (str(relay.folder), f"{INSIDE}/sockets"), *binds],
             chdir=here if any(here == inner for _, inner in binds) else "/tmp",
@@ -136,9 +138,13 @@ def run_program(
         env = {**env, "HOME": "/tmp", "TMPDIR": "/tmp"}
     else:
         launch = [sys.executable, "-I", "-S", str(_LAUNCHER), str(status_write), f"{seconds:g}", *who, "-", "-"]
-        argv = [*launch, "--", *command]
+        sandbox = contextlib.nullcontext(([*launch, "--", *command], []))
     try:
-        run = _run(argv, env, seconds + _GRACE, cwd, status_write)
+        with sandbox as (argv, fds):
+            run = _run(argv, env, seconds + _GRACE, cwd, [status_write, *fds])
+    except OSError as error:
+        os.close(status_read)
+        return ProgramRun(None, "", "", not_started=f"the sandbox could not be made: {error}")
     finally:
         os.close(status_write)
     with os.fdopen(status_read, "rb") as status:
@@ -195,7 +201,7 @@ def _absolute(path: str) -> list[str]:
     return [entry for entry in path.split(os.pathsep) if os.path.isabs(entry)]
 
 
-def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | None, keep: int | None) -> ProgramRun:
+def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | None, keep: list[int]) -> ProgramRun:
     started = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -206,7 +212,7 @@ def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | Non
             env=dict(env),
             cwd=cwd,
             start_new_session=os.name == "posix",
-            pass_fds=[keep] if keep is not None else [],
+            pass_fds=keep,
         )
     except OSError as error:
         return ProgramRun(None, "", "", not_started=f"{error.strerror or error} ({argv[0]})")

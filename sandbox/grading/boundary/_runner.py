@@ -20,12 +20,14 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sandbox
 
+from ._confine import MEMORY_LIMIT, PROCESS_LIMIT
 from ._isolation import INSIDE, Isolation
 from ._output import CPU_LIMIT, OUTPUT_LIMIT, Capture, describe_exit, show_output
 from ._protocol import BrokenFrame, FrameBuffer, encode, send
@@ -45,9 +47,6 @@ __all__ = [
     "show_output",
 ]
 
-MEMORY_LIMIT = 1 << 30
-"""Bytes of address space a worker may map: a learner's runaway allocation fails there with
-MemoryError, long before the machine runs short."""
 _STARTUP = 60.0
 _KEEP = (
     "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "TZ",
@@ -111,17 +110,24 @@ class Zygote:
         code = f"import sys; sys.path.insert(0, {path!r}); from sandbox.grading.learner._zygote import main; main()"
         command = [sys.executable, "-I", "-u", "-c", code, str(theirs.fileno()), *who]
         self._errors = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(
-            self.isolation.bwrap(command, ro=ro) if self.isolation.sandboxed else command,
-            pass_fds=[theirs.fileno()],
-            cwd=home,
-            env=_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self._errors,
-            start_new_session=True,  # Ctrl-C stops pytest, which then closes the zygote in order
-        )
-        theirs.close()
+        inside: AbstractContextManager[tuple[list[str], list[int]]]
+        inside = self.isolation.bwrap(command, ro=ro) if self.isolation.sandboxed else nullcontext((command, []))
+        try:
+            with inside as (argv, fds):
+                self._process = subprocess.Popen(
+                    argv,
+                    pass_fds=[theirs.fileno(), *fds],
+                    cwd=home,
+                    env=_environment(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=self._errors,
+                    start_new_session=True,  # Ctrl-C stops pytest, which then closes the zygote in order
+                )
+        except OSError as exc:
+            raise WorkerError(f"the grader could not start its worker process: {exc}") from None
+        finally:
+            theirs.close()
         self._control = mine
         self._ready = threading.Event()
         self._swept = threading.Event()
@@ -168,7 +174,9 @@ class Zygote:
             mine, theirs = socket.socketpair()
             out_read, out_write = os.pipe()
             err_read, err_write = os.pipe()
-            limits = {"memory": MEMORY_LIMIT, "cpu": CPU_LIMIT}
+            # A process cap counts every process of the user: only where that user is the learner's alone.
+            alone = self.isolation.sandboxed or self.isolation.uid is not None
+            limits = {"memory": MEMORY_LIMIT, "cpu": CPU_LIMIT, "processes": PROCESS_LIMIT if alone else None}
             try:
                 with self._sending:
                     socket.send_fds(
