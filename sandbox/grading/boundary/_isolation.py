@@ -29,7 +29,7 @@ from pathlib import Path
 from ._confine import caps_notice, seccomp_filter, user_namespace
 from ._output import CPU_LIMIT
 
-__all__ = ["INSIDE", "MODES", "Isolation", "IsolationError", "choose", "in_runtime"]
+__all__ = ["INSIDE", "MODES", "Isolation", "IsolationError", "choose", "collector_hidden", "in_runtime"]
 
 INSIDE = "/run/sandbox-grading"
 """Where the grader's own files appear in a sandbox: the package (`INSIDE/sandbox`), the endpoint's
@@ -162,6 +162,43 @@ def choose(mode: str, grade_as: str | None = None) -> Isolation:
             "--isolation auto."
         )
     return Isolation(not problem, uid, gid, user, why=problem, unfiltered=unfiltered)
+
+
+_STAND_IN = '''"""skyl's stream collector is off limits in this challenge: the grader's sandbox holds this file
+in its place."""
+
+
+class StreamCollector:
+    def __init__(self, *args, **kwargs):
+        from sandbox.grading.learner._worker import _OffLimitsCollector
+
+        _OffLimitsCollector()
+
+
+def collect_stream(stream):
+    StreamCollector()
+
+
+async def acollect_stream(stream):
+    StreamCollector()
+'''
+
+
+def collector_hidden(package: Path, folder: Path) -> list[tuple[str, str]]:
+    """Read-only binds that take skyl's stream collector out of a sandbox's view of `package` (at
+    `INSIDE/sandbox`, and at its own path when the runtime holds it), for the challenges that forbid it:
+    a stand-in that raises in place of `skyl/_collect.py`, and an empty folder over its bytecode. Reloading
+    the module, importing it by path or reading the file then finds the stand-in. Writes both to `folder`."""
+    stand_in, empty = folder / "_collect.py", folder / "empty"
+    stand_in.write_text(_STAND_IN, encoding="utf-8")
+    stand_in.chmod(0o644)
+    empty.mkdir(mode=0o755)
+    binds = []
+    for inside in [f"{INSIDE}/sandbox", *([str(package)] if in_runtime(package) else [])]:
+        binds.append((str(stand_in), f"{inside}/skyl/_collect.py"))
+        if (package / "skyl" / "__pycache__").is_dir():
+            binds.append((str(empty), f"{inside}/skyl/__pycache__"))
+    return binds
 
 
 def in_runtime(path: Path) -> bool:

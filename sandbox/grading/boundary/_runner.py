@@ -28,7 +28,7 @@ from typing import Any
 import sandbox
 
 from ._confine import MEMORY_LIMIT, PROCESS_LIMIT
-from ._isolation import INSIDE, Isolation
+from ._isolation import INSIDE, Isolation, collector_hidden
 from ._output import CPU_LIMIT, OUTPUT_LIMIT, Capture, describe_exit, show_output
 from ._protocol import BrokenFrame, FrameBuffer, encode, send
 
@@ -82,8 +82,12 @@ def _environment() -> dict[str, str]:
 class Zygote:
     """The process that forks workers (see `learner._zygote`). Start it early: it imports skyl once for all."""
 
-    def __init__(self, isolation: Isolation | None = None, *, reading: bool = True) -> None:
-        """`reading=False`: a spare for a forked grader (`spare_zygote`), which reads its messages itself."""
+    def __init__(
+        self, isolation: Isolation | None = None, *, reading: bool = True, beside: Zygote | None = None
+    ) -> None:
+        """`reading=False`: a spare for a forked grader (`spare_zygote`), which reads its messages itself.
+        `beside`: under bubblewrap, a zygote for the challenges that take skyl's collector away, whose
+        sandbox lacks it (`collector_hidden`), sharing the endpoint sockets of `beside`."""
         self.isolation = isolation or Isolation(False)
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
             raise WorkerError(
@@ -93,9 +97,9 @@ class Zygote:
         # Cleaned up by whichever of two graders gets there last, for a spare (`spare_zygote`).
         self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-", ignore_cleanup_errors=True)
         home = Path(self._home.name)
-        self.sockets = home / "sockets"
+        self.sockets: Path = beside.sockets if beside is not None else home / "sockets"
         """Where endpoints put the Unix sockets a sandboxed worker reaches them by (`INSIDE/sockets`)."""
-        self.sockets.mkdir()
+        self.sockets.mkdir(exist_ok=True)
         for folder in (home, self.sockets):
             folder.chmod(0o755)  # for the unprivileged user learner code runs as, when the grader is root
         package = Path(sandbox.__file__).resolve().parent
@@ -104,6 +108,8 @@ class Zygote:
         if self.isolation.sandboxed:
             # The only thing on the workers' path: the package, not the folder around it (solutions/, tests/).
             path, ro = INSIDE, [(str(package), f"{INSIDE}/sandbox"), (str(self.sockets), f"{INSIDE}/sockets")]
+            if beside is not None:
+                ro += collector_hidden(package, home)
         else:
             path, ro = str(home), []
             (home / "sandbox").symlink_to(package, target_is_directory=True)
@@ -130,7 +136,6 @@ class Zygote:
             theirs.close()
         self._control = mine
         self._ready = threading.Event()
-        self._swept = threading.Event()
         self._ended = threading.Event()
         self._spawned: queue.Queue[int] = queue.Queue()
         self._statuses: dict[int, int] = {}
@@ -151,8 +156,6 @@ class Zygote:
                 for message in buffer.feed(data):
                     if message["op"] == "ready":
                         self._ready.set()
-                    elif message["op"] == "swept":
-                        self._swept.set()
                     elif message["op"] == "spawned":
                         self._spawned.put(int(message["pid"]))
                     elif message["op"] == "exited":
@@ -225,18 +228,6 @@ class Zygote:
                 send(self._control, {"op": "kill", "pid": pid})
         except OSError:
             pass
-
-    def sweep(self) -> None:
-        """Kill every worker and everything they started; the zygote stays, for the next session."""
-        with self._lock:
-            self._swept.clear()
-            try:
-                with self._sending:
-                    send(self._control, {"op": "sweep"})
-            except OSError:
-                return
-            if not self._swept.wait(30):  # pragma: no cover - a zygote stuck in its sweep
-                self.close()
 
     def close(self) -> None:
         """Kill every worker and everything they started, then the zygote."""

@@ -111,9 +111,6 @@ def _obey(
             send(control, {"op": "spawned", "pid": pid})
         elif message["op"] == "kill" and message.get("pid") in workers:
             _kill_group(int(message["pid"]))
-        elif message["op"] == "sweep":
-            _sweep(workers)
-            send(control, {"op": "swept"})
         elif message["op"] == "shutdown":
             _sweep(workers)
             send(control, {"op": "bye"})
