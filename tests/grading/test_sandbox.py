@@ -51,6 +51,7 @@ FALLBACK_CANNOT_STOP = {"resolve_solutions"}
 """What only bubblewrap stops: docs/teach/security.md names each."""
 SANDBOX_TRICKS = {
     *TRICKS, "block_forever", "setsid_grandchild", "signal_zygote", "keyring_carry", "tmp_carry", "reload_collector",
+    "build_escape",
 }  # fmt: skip
 POISON = "zz_sandbox_exploit_poison.pth"
 
@@ -332,3 +333,30 @@ def test_strict_isolation_refuses_to_grade_without_a_seccomp_filter(tmp_path: Pa
     auto = code.replace("'strict'", "'auto'")  # said unasked: the filter is missing, which is not the default
     done = subprocess.run([sys.executable, "-c", auto], env=env, capture_output=True, text=True, check=False)
     assert "no seccomp filter: the `pyseccomp` package is not installed" in done.stdout, done.stdout[-2000:]
+
+
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_a_build_step_sees_and_writes_only_the_program_s_folder(mode: str, tmp_path: Path) -> None:
+    """`sandbox grade --build`: the build runs in the program's sandbox; what the submission's own build
+    step does (write outside its folder, copy a file of the checkout in) reaches nothing."""
+    _usable(mode)
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-exploit-"))
+    try:
+        submission, outside = scratch / "submission", scratch / "outside"
+        submission.mkdir()
+        outside.mkdir()
+        for folder in (scratch, submission, outside):
+            os.chmod(folder, 0o777)  # the build's user may write them: only the sandbox stops it
+        shutil.copyfile(EXPLOITS / "build_escape" / "build.sh", submission / "build.sh")
+        marker, secret = outside / "marker", ROOT / "solutions" / "01_apply_tool_results.py"
+        command = [sys.executable, "-m", "sandbox", "grade", "1", "--wire", "openai", "--isolation", mode]
+        command += ["--timeout", "5", "--build", f"sh build.sh {marker} {secret}", "--", "./loop"]
+        env = {**os.environ, "HOME": str(scratch), "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(command, cwd=submission, env=env, capture_output=True, text=True, timeout=240)
+        output = done.stdout[-3000:] + done.stderr[-1500:]
+        assert not marker.exists(), "the build wrote outside the program's folder"
+        stolen = submission / "stolen.txt"
+        assert not stolen.exists() or not stolen.read_text(), "the build read the grader's checkout"
+        assert "Building (in the program's sandbox" in output, output
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
