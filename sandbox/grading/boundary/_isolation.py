@@ -106,7 +106,7 @@ class Isolation:
         fds: list[int] = []
         with contextlib.ExitStack() as opened:
             if os.geteuid() != 0:
-                argv += ["--unshare-user", "--disable-userns"]
+                argv += ["--unshare-user"]
             else:  # see `_confine`: bubblewrap's own --unshare-user would map the sandbox to root
                 namespace = user_namespace(self.uid or _NOBODY, self.gid or _NOBODY)
                 opened.callback(os.close, namespace)
