@@ -358,5 +358,7 @@ def test_a_build_step_sees_and_writes_only_the_program_s_folder(mode: str, tmp_p
         stolen = submission / "stolen.txt"
         assert not stolen.exists() or not stolen.read_text(), "the build read the grader's checkout"
         assert "Building (in the program's sandbox" in output, output
+        if mode == "strict":  # not the default: the run's first line says where, as whom, and how capped
+            assert "own pids, users and network, seccomp filter" in output and "capped by rlimits (" in output
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -187,17 +187,19 @@ async def acollect_stream(stream):
 def collector_hidden(package: Path, folder: Path) -> list[tuple[str, str]]:
     """Read-only binds that take skyl's stream collector out of a sandbox's view of `package` (at
     `INSIDE/sandbox`, and at its own path when the runtime holds it), for the challenges that forbid it:
-    a stand-in that raises in place of `skyl/_collect.py`, and an empty folder over its bytecode. Reloading
-    the module, importing it by path or reading the file then finds the stand-in. Writes both to `folder`."""
+    a stand-in that raises in place of `skyl/_collect.py`, and an empty file over each compiled copy of
+    it. Reloading the module, importing it by path or reading the file (or its bytecode) then finds the
+    stand-in. Writes both to `folder`."""
     stand_in, empty = folder / "_collect.py", folder / "empty"
     stand_in.write_text(_STAND_IN, encoding="utf-8")
-    stand_in.chmod(0o644)
-    empty.mkdir(mode=0o755)
+    empty.write_bytes(b"")
+    for made in (stand_in, empty):
+        made.chmod(0o644)
+    compiled = sorted(path.name for path in (package / "skyl" / "__pycache__").glob("_collect.*.pyc"))
     binds = []
     for inside in [f"{INSIDE}/sandbox", *([str(package)] if in_runtime(package) else [])]:
         binds.append((str(stand_in), f"{inside}/skyl/_collect.py"))
-        if (package / "skyl" / "__pycache__").is_dir():
-            binds.append((str(empty), f"{inside}/skyl/__pycache__"))
+        binds += [(str(empty), f"{inside}/skyl/__pycache__/{name}") for name in compiled]
     return binds
 
 
