@@ -197,6 +197,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         isolation = harness.implementations.isolation
         default = session.config.getoption("sandbox_isolation") == "auto" and isolation.sandboxed
+        default = default and not isolation.unfiltered
         if reporter is not None and (session.config.option.verbose > 0 or not default):
             reporter.write_line(isolation.notice())  # where learner code runs: said when it is not the default
         harness.watch()
