@@ -39,7 +39,7 @@ from ..engine._engine import Engine, Exchange
 from ..engine.faults._delivery import asgi_deliver
 from . import _encodings
 
-__all__ = ["BODY_TIMEOUT", "SandboxApp", "cors_origins_of"]
+__all__ = ["BODY_TIMEOUT", "SandboxApp", "cors_origins_of", "read_body"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -118,7 +118,7 @@ class SandboxApp:
             await self._reply(send, method, headers, refusal)
             return
         try:
-            body, size = await asyncio.wait_for(_read_body(receive, limit), self.body_timeout)
+            body, size = await asyncio.wait_for(read_body(receive, limit), self.body_timeout)
         except asyncio.TimeoutError:
             slow = self.engine.refuse_slow(method, path, self.body_timeout)
             await self._refuse(send, receive, method, headers, slow)
@@ -250,8 +250,9 @@ def _headers(scope: Scope) -> dict[str, str]:
     return out
 
 
-async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, int]:
-    """The body, or None (with the size read so far) as soon as it passes `limit`: the rest is not read."""
+async def read_body(receive: Receive, limit: int) -> tuple[bytes | None, int]:
+    """The body, or None (with the size read so far) as soon as it passes `limit`: the rest is not read.
+    Every ASGI door of the package reads bodies through it."""
     parts: list[bytes] = []
     size = 0
     while True:

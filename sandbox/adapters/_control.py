@@ -32,7 +32,7 @@ from .._exceptions import ScenarioError
 from ..engine._catalogue import catalogue
 from ..engine._exchange import Exchange
 from ..engine._scenario import Scenario
-from ._asgi import SandboxApp
+from ._asgi import SandboxApp, read_body
 from ._journal import Journal
 
 if sys.version_info >= (3, 11):
@@ -99,7 +99,7 @@ class ControlApp:
                 },
             )
             return
-        body = await _body(receive)
+        body = (await read_body(receive, MAX_SCENARIO_BYTES))[0]
         status, answer = self._handle(scope["method"], scope["path"][len(CONTROL_PREFIX) :], headers, body)
         await _reply(send, status, answer)
 
@@ -176,20 +176,6 @@ def _entry(exchange: Exchange) -> dict[str, Any]:
         "error": exchange.error.message if exchange.error is not None else None,
         "fault": exchange.fault.kind if exchange.fault is not None else None,
     }
-
-
-async def _body(receive: Receive) -> bytes | None:
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_SCENARIO_BYTES:
-            return None
-        parts.append(chunk)
-        if message["type"] == "http.disconnect" or not message.get("more_body", False):
-            return b"".join(parts)
 
 
 async def _reply(send: Send, status: int, answer: Mapping[str, Any]) -> None:

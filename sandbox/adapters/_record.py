@@ -31,6 +31,7 @@ import httpx
 
 from ..engine._recorded import Recording, Transcription
 from . import _encodings
+from ._asgi import read_body
 from ._serve import listen, make_server, signals_end_the_server
 
 __all__ = ["Recorder", "RecordingProxy", "redacted", "redacted_query", "run_proxy"]
@@ -130,7 +131,7 @@ class RecordingProxy:
             name = raw_name.decode("latin-1").lower()
             value = raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        body = await _body(receive)
+        body = (await read_body(receive, MAX_BODY))[0]
         if body is None:
             await _reply(send, 413, f"sandbox record: the request body is over {MAX_BODY} bytes.")
             return
@@ -179,20 +180,6 @@ class RecordingProxy:
             content_type=response.headers.get("content-type", ""),
         )
         self.recorder.add(recording, headers, dict(response.headers))
-
-
-async def _body(receive: Receive) -> bytes | None:
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        parts.append(chunk)
-        if message["type"] == "http.disconnect" or not message.get("more_body", False):
-            return b"".join(parts)
 
 
 async def _reply(send: Send, status: int, message: str) -> None:
