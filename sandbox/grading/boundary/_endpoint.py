@@ -296,11 +296,11 @@ class Endpoint:
         door = self._doors.get(target.split("?", 1)[0].split("/", 2)[1] if target.startswith("/") else "")
         length = _declared_length(request)
         if door is None:
-            return await self._refuse(peer, _refusal(404, "no conversation here (it ended, or never began)"))
+            return await self._refuse(peer, _refusal(404, "no conversation here (it ended, or never began)"), length)
         if length > self._max_body:
-            return await self._refuse(peer, _refusal(413, "request body too large"))
+            return await self._refuse(peer, _refusal(413, "request body too large"), length)
         if not self._reserve(peer, length):
-            return await self._refuse(peer, _BUSY)
+            return await self._refuse(peer, _BUSY, length)
         if peer.parser.they_are_waiting_for_100_continue:
             await peer.send(h11.InformationalResponse(status_code=100, headers=[]))
         body = await self._body(peer)
@@ -348,20 +348,19 @@ class Endpoint:
         self._held -= peer.held
         peer.held = 0
 
-    async def _refuse(self, peer: _Peer, reply: _Reply) -> bool:
-        """Answer without keeping the request's body. A small rest of it is read and dropped, so that the
-        connection stays usable (and the client, whose body is sent, reads the answer rather than a
-        reset); after a larger one, the connection closes."""
+    async def _refuse(self, peer: _Peer, reply: _Reply, length: int = 0) -> bool:
+        """Answer at once, keeping none of the request's body. A small rest of it (`length` declared) is
+        then read and dropped, so that the connection stays usable; after a larger one, it closes."""
         self._release(peer)
-        kept_alive = True
-        dropped = 0
-        while peer.parser.their_state is h11.SEND_BODY and kept_alive:
-            event = await peer.event()
-            dropped += len(event.data) if isinstance(event, h11.Data) else 0
-            kept_alive = dropped <= _READ and isinstance(event, (h11.Data, h11.EndOfMessage))
         if peer.parser.our_state is h11.SEND_RESPONSE:
             await peer.deliver(reply)
-        return kept_alive and peer.parser.our_state is h11.DONE and peer.parser.their_state is h11.DONE
+        dropped = length
+        while peer.parser.their_state is h11.SEND_BODY and dropped <= _READ:
+            event = await peer.event()
+            if not isinstance(event, (h11.Data, h11.EndOfMessage)):
+                return False
+            dropped += len(event.data) if isinstance(event, h11.Data) else 0
+        return peer.parser.our_state is h11.DONE and peer.parser.their_state is h11.DONE
 
     async def _dispatch(self, door: Door, method: str, target: str, body: bytes, arrived: float) -> _Reply:
         path, _, query = target.partition("?")
