@@ -20,6 +20,10 @@ __all__ = ["Implementations"]
 _NUMBERS = itertools.count()
 
 
+class _ZygoteEnded(Exception):
+    """The zygote ended while a worker imported a module."""
+
+
 class Implementations:
     """A worker process per implementation file, loaded on first use and kept between tests; a worker
     that died or hung is replaced by the next test that needs one. Import errors are remembered: the
@@ -57,16 +61,45 @@ class Implementations:
         `take_away`: skyl's stream collector is off limits in that worker from before the import on."""
         if path in self._failed:
             raise self._failed[path]
+        if self.zygote_lost:
+            self._replace_zygote()
         worker = self._workers.get(path)
         if worker is not None and worker.alive:
             return worker
-        self.start()
-        assert self._zygote is not None
         try:
             source = _source(path, shown_as, self.isolation)  # read here: a sandboxed worker does not see the file
         except ImplementationError as unreadable:
             self._failed[path] = unreadable
             raise
+        try:
+            return self._load(path, shown_as, source, seconds, take_away, again=True)
+        except _ZygoteEnded:  # not the module's doing, as far as the grader can tell: once more, in a fresh one
+            self._replace_zygote()
+            return self._load(path, shown_as, source, seconds, take_away, again=False)
+
+    @property
+    def zygote_lost(self) -> bool:
+        """The zygote ended (killed from outside, or out of memory): its workers with it, under bubblewrap.
+        The next `get` starts a fresh one."""
+        return self._zygote is not None and not self._zygote.alive
+
+    def _replace_zygote(self) -> None:
+        """Drop the workers and the endpoint (its socket was in the zygote's folder) of a zygote that ended."""
+        for path in list(self._workers):
+            self.discard(path)
+        if self._endpoint is not None:
+            self._endpoint.close()
+            self._endpoint = None
+        self._zygote = None
+        self.start()
+
+    def _load(
+        self, path: Path, shown_as: str, source: str, seconds: float, take_away: bool, *, again: bool
+    ) -> WorkerProcess:
+        """A fresh worker with `path` imported. Raises `ImplementationError`, or `_ZygoteEnded` when the
+        zygote ended during the import and `again` allows another try."""
+        self.start()
+        assert self._zygote is not None
         worker = WorkerProcess(self._zygote)
         try:
             load = {"op": "load", "path": str(path), "shown_as": shown_as, "source": source, "take_away": take_away}
@@ -77,6 +110,9 @@ class Implementations:
                 "at module level (outside any function)."
             )
         except WorkerDied as died:
+            if again and self.zygote_lost:
+                worker.close()
+                raise _ZygoteEnded from None
             error = ImplementationError(f"{shown_as} ended the process importing it: {died}.")
         else:
             if reply.get("op") == "loaded" and isinstance(reply.get("functions"), dict):
