@@ -270,7 +270,6 @@ class Endpoint:
             while await self._exchange(peer):
                 peer.parser.start_next_cycle()
                 peer.idle_since = time.monotonic()
-                peer.arm(IDLE_SECONDS)
         except (_Closed, ConnectionError, h11.LocalProtocolError):
             return  # a malformed, abandoned or too slow request, or an answer left unread: drop the connection
         except asyncio.CancelledError:
@@ -291,6 +290,7 @@ class Endpoint:
         request = await peer.event()
         if not isinstance(request, h11.Request):
             return False  # the peer closed between requests
+        peer.idle_since = None  # also for a request that came with the one before (its bytes already read)
         arrived = time.monotonic()  # a fault's retry hint is judged from here (`arrived_at`)
         target = request.target.decode("latin-1")
         door = self._doors.get(target.split("?", 1)[0].split("/", 2)[1] if target.startswith("/") else "")
