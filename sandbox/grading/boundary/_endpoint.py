@@ -145,33 +145,33 @@ class _Peer:
                 self.idle_since = None
                 self.arm(REQUEST_SECONDS)
             self.parser.receive_data(data)  # b"": the peer closed its side
-            if data:
-                quick_ack(self.writer.get_extra_info("socket"))  # a body sent after its head: wanted now
 
-    async def send(self, event: Any) -> None:
+    async def send(self, event: Any, *, drain: bool = True) -> None:
+        """Write `event`; with `drain`, wait (up to `WRITE_SECONDS`) until the peer took enough of it."""
         data = self.parser.send(event)
         if data:
             self.writer.write(data)
+        if drain:
             self.arm(WRITE_SECONDS)
             await self.writer.drain()
             self.arm(None)
 
     async def deliver(self, reply: _Reply) -> bool:
         """Write `reply`, with its fault's latency and cut; False: the connection was cut and must close."""
-        delivery = reply.delivery
-        if delivery is not None and delivery.first_byte:
+        delivery = reply.delivery or Delivery()
+        if delivery.first_byte:
             await asyncio.sleep(delivery.first_byte)
-        if delivery is not None and delivery.cut_after == 0:
+        if delivery.cut_after == 0:
             return False
-        await self.send(reply.response())
+        await self.send(reply.response(), drain=bool(delivery.between))
         for index, chunk in enumerate(reply.chunks):
-            if delivery is not None and index == delivery.cut_after:
-                return False
-            if delivery is not None and index and delivery.between:
+            if index == delivery.cut_after:
+                return False  # what was written leaves before the connection closes (`close`)
+            if index and delivery.between:
                 await asyncio.sleep(delivery.between)
-            await self.send(h11.Data(data=chunk))
+            await self.send(h11.Data(data=chunk), drain=bool(delivery.between))
         await self.send(h11.EndOfMessage())
-        return True
+        return delivery.cut_after is None  # a cut past the last chunk: the connection closes all the same
 
 
 class Endpoint:
@@ -291,6 +291,8 @@ class Endpoint:
         if not isinstance(request, h11.Request):
             return False  # the peer closed between requests
         peer.idle_since = None  # also for a request that came with the one before (its bytes already read)
+        if peer.parser.their_state is h11.SEND_BODY:
+            quick_ack(peer.writer.get_extra_info("socket"))  # a body sent after its head: wanted now
         arrived = time.monotonic()  # a fault's retry hint is judged from here (`arrived_at`)
         target = request.target.decode("latin-1")
         door = self._doors.get(target.split("?", 1)[0].split("/", 2)[1] if target.startswith("/") else "")
