@@ -146,6 +146,9 @@ def _grade(args: argparse.Namespace) -> int:
             titles={info.name: program_title(info.name, info.title) for info in chosen},
             observe=observe,
             isolation=isolation,
-            show_isolation=args.verbose or args.isolation != "auto" or not isolation.sandboxed,
+            show_isolation=args.verbose
+            or args.isolation != "auto"
+            or not isolation.sandboxed
+            or bool(isolation.unfiltered),
         ),
     )

@@ -31,7 +31,8 @@ from sandbox import skyl
 
 
 def apply_tool_results(req: skyl.Request, resp: skyl.Response, results: dict[str, str]) -> None:
-    print(f"worker pid {os.getpid()} save {SAVE}")
+    started = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]  # each sandbox numbers its pids anew
+    print(f"worker pid {os.getpid()} started {started} save {SAVE}")
     req.messages.append(skyl.assistant_text(resp.text()))
     for call in resp.tool_calls():
         req.messages.append(skyl.tool_result_message(call.id, results.get(call.id, "")))
@@ -110,5 +111,6 @@ def test_watch_clears_the_screen_shows_the_failure_alone_and_regrades_in_a_warm_
     assert "the provider rejected request" in second and "1 failed" in second, "the first failure, in full"
     for plumbing in ("stopping after", "Results written", "sandbox-watch-", "results.json", "!!!!"):
         assert plumbing not in screen
-    pids = {int(pid) for pid in re.findall(r"worker pid (\d+) save \d", screen)}
-    assert len(pids) == 2 and not pids & graders, "each grade runs the learner's code in a fresh worker"
+    workers = set(re.findall(r"worker pid (\d+) started (\d+) save \d", screen))
+    pids = {int(pid) for pid, _ in workers}
+    assert len(workers) == 2 and not pids & graders, "each grade runs the learner's code in a fresh worker"

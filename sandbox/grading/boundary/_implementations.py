@@ -27,11 +27,14 @@ class _ZygoteEnded(Exception):
 class Implementations:
     """A worker process per implementation file, loaded on first use and kept between tests; a worker
     that died or hung is replaced by the next test that needs one. Import errors are remembered: the
-    file is not imported again this session."""
+    file is not imported again this session. The zygote, and the sandbox it runs in, serve one
+    session: `close` ends them."""
 
     def __init__(self, isolation: Isolation | None = None) -> None:
         self.isolation = isolation or Isolation(False)
         self._zygote: Zygote | None = None
+        self._without_collector: Zygote | None = None
+        """Under bubblewrap, the zygote of the challenges that take skyl's collector away: its sandbox lacks it."""
         self._endpoint: Endpoint | None = None
         self._workers: dict[Path, WorkerProcess] = {}
         self._failed: dict[Path, ImplementationError] = {}
@@ -58,11 +61,12 @@ class Implementations:
     def get(self, path: Path, shown_as: str, seconds: float, *, take_away: bool = False) -> WorkerProcess:
         """The live worker for `path`, importing it (within `seconds`) in a fresh one when needed.
 
-        `take_away`: skyl's stream collector is off limits in that worker from before the import on."""
+        `take_away`: skyl's stream collector is off limits in that worker from before the import on; under
+        bubblewrap the worker's sandbox lacks it (`collector_hidden`)."""
         if path in self._failed:
             raise self._failed[path]
         if self.zygote_lost:
-            self._replace_zygote()
+            self._replace_zygotes()
         worker = self._workers.get(path)
         if worker is not None and worker.alive:
             return worker
@@ -74,24 +78,26 @@ class Implementations:
         try:
             return self._load(path, shown_as, source, seconds, take_away, again=True)
         except _ZygoteEnded:  # not the module's doing, as far as the grader can tell: once more, in a fresh one
-            self._replace_zygote()
+            self._replace_zygotes()
             return self._load(path, shown_as, source, seconds, take_away, again=False)
 
     @property
     def zygote_lost(self) -> bool:
-        """The zygote ended (killed from outside, or out of memory): its workers with it, under bubblewrap.
-        The next `get` starts a fresh one."""
-        return self._zygote is not None and not self._zygote.alive
+        """A zygote ended (killed from outside, or out of memory), its workers with it under bubblewrap.
+        The next `get` starts fresh ones."""
+        return any(zygote is not None and not zygote.alive for zygote in (self._zygote, self._without_collector))
 
-    def _replace_zygote(self) -> None:
-        """Drop the workers and the endpoint (its socket was in the zygote's folder) of a zygote that ended."""
+    def _replace_zygotes(self) -> None:
+        """Drop the workers, zygotes and endpoint (its socket is in the zygote's folder) of a zygote that ended."""
         for path in list(self._workers):
             self.discard(path)
+        for zygote in (self._without_collector, self._zygote):  # first: it uses the other's sockets folder
+            if zygote is not None:
+                zygote.close()
+        self._without_collector = self._zygote = None
         if self._endpoint is not None:
             self._endpoint.close()
             self._endpoint = None
-        self._zygote = None
-        self.start()
 
     def _load(
         self, path: Path, shown_as: str, source: str, seconds: float, take_away: bool, *, again: bool
@@ -100,7 +106,12 @@ class Implementations:
         zygote ended during the import and `again` allows another try."""
         self.start()
         assert self._zygote is not None
-        worker = WorkerProcess(self._zygote)
+        zygote = self._zygote
+        if take_away and self.isolation.sandboxed:
+            if self._without_collector is None or not self._without_collector.alive:
+                self._without_collector = Zygote(self.isolation, beside=self._zygote)
+            zygote = self._without_collector
+        worker = WorkerProcess(zygote)
         try:
             load = {"op": "load", "path": str(path), "shown_as": shown_as, "source": source, "take_away": take_away}
             reply = worker.request(load, seconds)
@@ -136,8 +147,13 @@ class Implementations:
         """Kill every worker and whatever they started; stop serving."""
         for path in list(self._workers):
             self.discard(path)
+        if self._without_collector is not None:  # first: it uses the other's sockets folder
+            self._without_collector.close()
+            self._without_collector = None
         if self._zygote is not None:
-            self._zygote.sweep()
+            # Its sandbox served this session's learner: the next session (another learner's, perhaps, in
+            # this same process) gets a fresh one, with nothing this one's code left in /tmp or elsewhere.
+            self._zygote.close()
             self._zygote = None
         if self.isolation.uid is not None and not self.isolation.sandboxed:
             sweep_children(self.isolation.uid)
