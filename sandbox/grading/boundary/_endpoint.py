@@ -146,15 +146,13 @@ class _Peer:
                 self.arm(REQUEST_SECONDS)
             self.parser.receive_data(data)  # b"": the peer closed its side
 
-    async def send(self, event: Any, *, drain: bool = True) -> None:
-        """Write `event`; with `drain`, wait (up to `WRITE_SECONDS`) until the peer took enough of it."""
-        data = self.parser.send(event)
-        if data:
-            self.writer.write(data)
-        if drain:
-            self.arm(WRITE_SECONDS)
-            await self.writer.drain()
-            self.arm(None)
+    async def send(self, *events: Any) -> None:
+        """Write `events` in one piece (a reply split in several reaches a relayed client as several
+        segments, which its TCP may hold back), then wait up to `WRITE_SECONDS` until the peer took enough."""
+        self.writer.write(b"".join(self.parser.send(event) or b"" for event in events))
+        self.arm(WRITE_SECONDS)
+        await self.writer.drain()
+        self.arm(None)
 
     async def deliver(self, reply: _Reply) -> bool:
         """Write `reply`, with its fault's latency and cut; False: the connection was cut and must close."""
@@ -163,15 +161,18 @@ class _Peer:
             await asyncio.sleep(delivery.first_byte)
         if delivery.cut_after == 0:
             return False
-        await self.send(reply.response(), drain=bool(delivery.between))
-        for index, chunk in enumerate(reply.chunks):
-            if index == delivery.cut_after:
-                return False  # what was written leaves before the connection closes (`close`)
-            if index and delivery.between:
-                await asyncio.sleep(delivery.between)
-            await self.send(h11.Data(data=chunk), drain=bool(delivery.between))
-        await self.send(h11.EndOfMessage())
-        return delivery.cut_after is None  # a cut past the last chunk: the connection closes all the same
+        chunks = reply.chunks[: delivery.cut_after]  # what was written leaves before the connection closes
+        end = () if delivery.cut_after is not None else (h11.EndOfMessage(),)  # a cut, even past the last chunk
+        if delivery.between:
+            await self.send(reply.response())
+            for index, chunk in enumerate(chunks):
+                if index:
+                    await asyncio.sleep(delivery.between)
+                await self.send(h11.Data(data=chunk))
+            await self.send(*end)
+        else:
+            await self.send(reply.response(), *(h11.Data(data=chunk) for chunk in chunks), *end)
+        return bool(end)
 
 
 class Endpoint:

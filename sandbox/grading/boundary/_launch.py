@@ -231,6 +231,7 @@ def _serve_relay(listener: socket.socket, path: str) -> None:
                 client.close()
                 upstream.close()
                 continue
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each answer out at once, whole or not
             client.setblocking(False)
             upstream.setblocking(False)
             pair = _Pair(client, upstream)
