@@ -20,6 +20,10 @@ __all__ = ["Implementations"]
 _NUMBERS = itertools.count()
 
 
+class _ZygoteEnded(Exception):
+    """The zygote ended while a worker imported a module."""
+
+
 class Implementations:
     """A worker process per implementation file, loaded on first use and kept between tests; a worker
     that died or hung is replaced by the next test that needs one. Import errors are remembered: the
@@ -61,9 +65,45 @@ class Implementations:
         bubblewrap the worker's sandbox lacks it (`collector_hidden`)."""
         if path in self._failed:
             raise self._failed[path]
+        if self.zygote_lost:
+            self._replace_zygotes()
         worker = self._workers.get(path)
         if worker is not None and worker.alive:
             return worker
+        try:
+            source = _source(path, shown_as, self.isolation)  # read here: a sandboxed worker does not see the file
+        except ImplementationError as unreadable:
+            self._failed[path] = unreadable
+            raise
+        try:
+            return self._load(path, shown_as, source, seconds, take_away, again=True)
+        except _ZygoteEnded:  # not the module's doing, as far as the grader can tell: once more, in a fresh one
+            self._replace_zygotes()
+            return self._load(path, shown_as, source, seconds, take_away, again=False)
+
+    @property
+    def zygote_lost(self) -> bool:
+        """A zygote ended (killed from outside, or out of memory), its workers with it under bubblewrap.
+        The next `get` starts fresh ones."""
+        return any(zygote is not None and not zygote.alive for zygote in (self._zygote, self._without_collector))
+
+    def _replace_zygotes(self) -> None:
+        """Drop the workers, zygotes and endpoint (its socket is in the zygote's folder) of a zygote that ended."""
+        for path in list(self._workers):
+            self.discard(path)
+        for zygote in (self._without_collector, self._zygote):  # first: it uses the other's sockets folder
+            if zygote is not None:
+                zygote.close()
+        self._without_collector = self._zygote = None
+        if self._endpoint is not None:
+            self._endpoint.close()
+            self._endpoint = None
+
+    def _load(
+        self, path: Path, shown_as: str, source: str, seconds: float, take_away: bool, *, again: bool
+    ) -> WorkerProcess:
+        """A fresh worker with `path` imported. Raises `ImplementationError`, or `_ZygoteEnded` when the
+        zygote ended during the import and `again` allows another try."""
         self.start()
         assert self._zygote is not None
         zygote = self._zygote
@@ -71,11 +111,6 @@ class Implementations:
             if self._without_collector is None or not self._without_collector.alive:
                 self._without_collector = Zygote(self.isolation, beside=self._zygote)
             zygote = self._without_collector
-        try:
-            source = _source(path, shown_as, self.isolation)  # read here: a sandboxed worker does not see the file
-        except ImplementationError as unreadable:
-            self._failed[path] = unreadable
-            raise
         worker = WorkerProcess(zygote)
         try:
             load = {"op": "load", "path": str(path), "shown_as": shown_as, "source": source, "take_away": take_away}
@@ -86,6 +121,9 @@ class Implementations:
                 "at module level (outside any function)."
             )
         except WorkerDied as died:
+            if again and self.zygote_lost:
+                worker.close()
+                raise _ZygoteEnded from None
             error = ImplementationError(f"{shown_as} ended the process importing it: {died}.")
         else:
             if reply.get("op") == "loaded" and isinstance(reply.get("functions"), dict):

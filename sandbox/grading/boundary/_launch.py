@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import selectors
 import signal
 import socket
 import sys
@@ -125,41 +126,117 @@ def _report(fd: str, line: str) -> None:
     os.write(int(fd), (line + "\n").encode())
 
 
+_RELAYED = 64
+"""Connections relayed at once: a newcomer beyond them closes the one quiet longest."""
+_CHUNK = 65536
+"""Bytes held per direction of a connection: nothing more is read from one side until the other took them."""
+
+
 def _relay(port: int, path: str) -> None:
-    """127.0.0.1:`port` in this network namespace, relayed to the endpoint's Unix socket at `path`."""
+    """127.0.0.1:`port` in this network namespace, relayed to the endpoint's Unix socket at `path`, by one
+    thread that holds at most `_RELAYED` connections and `_CHUNK` bytes per direction of each."""
     listener = socket.create_server(("127.0.0.1", port))
     listener.set_inheritable(False)
-
-    def accept() -> None:
-        while True:
-            client, _ = listener.accept()
-            threading.Thread(target=_pair, args=(client, path), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
+    listener.setblocking(False)
+    threading.Thread(target=_serve_relay, args=(listener, path), daemon=True).start()
 
 
-def _pair(client: socket.socket, path: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        upstream.connect(path)
-    except OSError:
-        client.close()
-        return
-    threading.Thread(target=_pump, args=(upstream, client), daemon=True).start()
-    _pump(client, upstream)
+class _Pair:
+    """One relayed connection: its two ends, and the bytes waiting to be written to each."""
 
+    def __init__(self, client: socket.socket, upstream: socket.socket) -> None:
+        self.other = {client: upstream, upstream: client}
+        self.waiting = {client: b"", upstream: b""}
+        self.ended: set[socket.socket] = set()
+        """The ends that closed their side: the other's writing side is shut once it has their bytes."""
+        self.quiet_since = time.monotonic()
 
-def _pump(source: socket.socket, target: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            target.sendall(data)
-    except OSError:
-        pass
-    finally:
+    def interest(self, end: socket.socket) -> int:
+        events = 0
+        if end not in self.ended and not self.waiting[self.other[end]]:
+            events |= selectors.EVENT_READ
+        if self.waiting[end]:
+            events |= selectors.EVENT_WRITE
+        return events
+
+    def step(self, end: socket.socket, events: int) -> bool:
+        """Move the bytes `end` is ready for; False once both sides are done (or one failed)."""
+        self.quiet_since = time.monotonic()
+        other = self.other[end]
         try:
-            target.shutdown(socket.SHUT_WR)  # the other direction ends on its own
+            if events & selectors.EVENT_WRITE:
+                self._write(end)
+            if events & selectors.EVENT_READ:
+                data = end.recv(_CHUNK)
+                if not data:
+                    self.ended.add(end)
+                self.waiting[other] = data
+                self._write(other)
         except OSError:
-            pass
+            return False
+        return len(self.ended) < 2 or any(self.waiting.values())
+
+    def _write(self, end: socket.socket) -> None:
+        try:
+            sent = end.send(self.waiting[end]) if self.waiting[end] else 0
+        except BlockingIOError:
+            sent = 0
+        self.waiting[end] = self.waiting[end][sent:]
+        if not self.waiting[end] and self.other[end] in self.ended:
+            end.shutdown(socket.SHUT_WR)
+
+
+def _serve_relay(listener: socket.socket, path: str) -> None:
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    pairs: set[_Pair] = set()
+
+    def watch(pair: _Pair) -> None:
+        for end in pair.other:
+            events = pair.interest(end)
+            if end.fileno() in selector.get_map():
+                if events:
+                    selector.modify(end, events, pair)
+                else:
+                    selector.unregister(end)
+            elif events:
+                selector.register(end, events, pair)
+
+    def close(pair: _Pair) -> None:
+        pairs.discard(pair)
+        for end in pair.other:
+            if end.fileno() in selector.get_map():
+                selector.unregister(end)
+            end.close()
+
+    while True:
+        for key, events in selector.select():
+            if key.fileobj is not listener:
+                pair = key.data
+                if pair.step(key.fileobj, events):
+                    watch(pair)
+                else:
+                    close(pair)
+                continue
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                continue
+            if len(pairs) >= _RELAYED:
+                close(min(pairs, key=lambda other: other.quiet_since))
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.connect(path)
+            except OSError:
+                client.close()
+                upstream.close()
+                continue
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each answer out at once, whole or not
+            client.setblocking(False)
+            upstream.setblocking(False)
+            pair = _Pair(client, upstream)
+            pairs.add(pair)
+            watch(pair)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Messages between the grader and its worker processes: length-prefixed JSON over a stream socket.
 
 JSON, never pickle: the grader reads what a learner's process sends, and unpickling would run code.
-A frame over `MAX_FRAME` bytes, or one that is not a JSON object, is a broken worker.
+A frame over its reader's limit, or one that is not a JSON object, is a broken worker. The grader
+reads at most `ANSWER_LIMIT` bytes a frame from a worker (what it parses stays within a few tens of
+MiB whatever the frame holds); a worker reads up to `MAX_FRAME` (a submission's escaped source).
 """
 
 from __future__ import annotations
@@ -12,10 +14,20 @@ import struct
 import threading
 from typing import Any
 
-__all__ = ["MAX_FRAME", "BrokenFrame", "FrameBuffer", "ImplementationError", "encode", "receive", "send"]
+__all__ = [
+    "ANSWER_LIMIT",
+    "MAX_FRAME",
+    "BrokenFrame",
+    "FrameBuffer",
+    "ImplementationError",
+    "encode",
+    "receive",
+    "send",
+]
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024
+ANSWER_LIMIT = 1024 * 1024
 
 
 class ImplementationError(Exception):
@@ -37,18 +49,19 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 class FrameBuffer:
-    """Bytes in, whole messages out."""
+    """Bytes in, whole messages out: each at most `limit` bytes, refused from its header on."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_FRAME) -> None:
         self._data = bytearray()
+        self._limit = limit
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         self._data += data
         messages = []
         while len(self._data) >= _HEADER.size:
             (size,) = _HEADER.unpack_from(self._data)
-            if size > MAX_FRAME:
-                raise BrokenFrame(f"a frame of {size} bytes is over the {MAX_FRAME} limit")
+            if size > self._limit:
+                raise BrokenFrame(f"a frame of {size} bytes is over the {self._limit} limit")
             if len(self._data) < _HEADER.size + size:
                 break
             payload = bytes(self._data[_HEADER.size : _HEADER.size + size])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import queue
-import select
+import selectors
 import signal
 import socket
 import subprocess
@@ -30,7 +30,7 @@ import sandbox
 from ._confine import MEMORY_LIMIT, PROCESS_LIMIT
 from ._isolation import INSIDE, Isolation, collector_hidden
 from ._output import CPU_LIMIT, OUTPUT_LIMIT, Capture, describe_exit, show_output
-from ._protocol import BrokenFrame, FrameBuffer, encode, send
+from ._protocol import ANSWER_LIMIT, BrokenFrame, FrameBuffer, encode, send
 
 __all__ = [
     "CPU_LIMIT",
@@ -147,7 +147,7 @@ class Zygote:
             self._reader.start()
 
     def _read(self) -> None:
-        buffer = FrameBuffer()
+        buffer = FrameBuffer(ANSWER_LIMIT)
         try:
             while True:
                 data = self._control.recv(1 << 16)
@@ -278,7 +278,7 @@ class WorkerProcess:
         self._zygote = zygote
         self.pid, self._connection, out, err = zygote.spawn()
         self._stdout, self._stderr = Capture(out), Capture(err)
-        self._buffer = FrameBuffer()
+        self._buffer = FrameBuffer(ANSWER_LIMIT)
         self._pending: list[dict[str, Any]] = []
         self.functions: dict[str, bool] = {}
         """The learner module's callables, and whether each is `async def`: set once it is loaded."""
@@ -291,23 +291,24 @@ class WorkerProcess:
         except OSError:
             raise WorkerDied(self._death()) from None
         deadline = time.monotonic() + seconds
-        while True:
-            if self._pending:
-                return self._pending.pop(0)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                raise TimedOut(seconds)
-            watched = [self._connection.fileno()] + [c.fd for c in (self._stdout, self._stderr) if c.open]
-            try:
-                readable, _, _ = select.select(watched, [], [], left)
-            except InterruptedError:  # pragma: no cover - retried by Python since 3.5
-                continue
+        with selectors.DefaultSelector() as watched:  # any descriptor number, however many the grader holds
+            watched.register(self._connection, selectors.EVENT_READ)
             for capture in (self._stdout, self._stderr):
-                if capture.open and capture.fd in readable:
-                    capture.read()
-            if self._connection.fileno() in readable:
-                self._receive()
+                if capture.open:
+                    watched.register(capture.fd, selectors.EVENT_READ, capture)
+            while not self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.kill()
+                    raise TimedOut(seconds)
+                for key, _ in watched.select(left):
+                    if key.data is None:
+                        self._receive()
+                    else:
+                        key.data.read()
+                        if not key.data.open:
+                            watched.unregister(key.fd)
+        return self._pending.pop(0)
 
     def _receive(self) -> None:
         try:

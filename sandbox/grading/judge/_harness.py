@@ -125,6 +125,19 @@ class Harness:
                 vars(report)[NOT_STARTED_MARK] = True  # on the report: it travels with it from another lane
         return report
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        """A challenge test whose zygote ended under it (killed from outside, out of memory) runs once more,
+        in a fresh one: what it could not finish is not its grade. Failing again is."""
+        if item.nodeid not in self.refs:
+            return (yield)
+        try:
+            return (yield)
+        except (Exception, pytest.fail.Exception):
+            if not self.implementations.zygote_lost:
+                raise
+        item.runtest()
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> bool | None:
         """With --sandbox-first-failure, the challenge tests after the first that failed are not run."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import select
+import selectors
 import signal
 import socket
 import sys
@@ -73,11 +73,14 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     workers: set[int] = set()
     buffer = FrameBuffer()
-    private = [control.fileno(), wake_read, wake_write]
+    watched = selectors.DefaultSelector()  # the control socket's descriptor number may be past 1,024
+    watched.register(control, selectors.EVENT_READ)
+    watched.register(wake_read, selectors.EVENT_READ)
+    private = [control.fileno(), wake_read, wake_write, watched.fileno()]  # closed in every worker
     send(control, {"op": "ready"})
     try:
         while True:
-            readable, _, _ = select.select([control.fileno(), wake_read], [], [])
+            readable = [key.fd for key, _ in watched.select()]
             if wake_read in readable:
                 os.read(wake_read, 4096)
                 _reap(control, workers)
