@@ -377,6 +377,21 @@ MUTANTS: dict[str, Mutant] = {
             ),
         )
     ),
+    "05_literal_eval": Mutant(
+        (
+            caught(
+                f"{COLLECT}[json_arguments-*]",
+                "test_complete_streams_every_turn[json_arguments-*]",
+                says=STREAM,
+            ),
+            caught(
+                f"{COLLECT}[json_arguments-openai]",
+                "test_complete_streams_every_turn[json_arguments-openai]",
+                says=r"raised ValueError.*ast\.literal_eval reads Python, and a call's arguments are JSON \(true, "
+                r"false, null\): parse them with json\.loads.*" + STREAM,
+            ),
+        )
+    ),
     # 06: detect the end
     "06_stop_reason_ends": Mutant(
         (
