@@ -448,6 +448,22 @@ MUTANTS: dict[str, Mutant] = {
     "07_catches_runtime_error_only": Mutant(
         (caught("test_an_unknown_tool*", says=r"raised KeyError.*" + TOOL_FAILED),)
     ),
+    "07_catches_two_classes": Mutant(
+        (
+            caught(
+                "test_whatever_a_tool_raises_becomes_an_error_result[*]",
+                says=r"raised (ValueError|ConnectionError).*" + TOOL_FAILED,
+            ),
+        )
+    ),
+    "07_error_names_first_argument": Mutant(
+        (
+            caught(
+                "test_a_failing_call_without_arguments_becomes_an_error_result[*]",
+                says=r"raised IndexError.*" + TOOL_FAILED,
+            ),
+        )
+    ),
     "07_break_after_failure": Mutant((caught("test_any_failing_calls_become_error_results[*]", says=ONE_PER_CALL),)),
     "07_error_as_user_text": Mutant((caught("test_a_tool_that_raises*", "test_an_unknown_tool*", says=ONE_PER_CALL),)),
     "07_bare_exception_text": Mutant(

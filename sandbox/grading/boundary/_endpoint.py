@@ -29,9 +29,15 @@ from ...adapters._tcp import quick_ack, tcp_socket
 from ...engine._engine import DEFAULT_MAX_BODY, Exchange
 from ...engine.faults import Delivery, arrived_at
 
-__all__ = ["TOOLS_PATH", "Door", "Endpoint"]
+__all__ = ["TOOLS_PATH", "TOOL_ERRORS", "Door", "Endpoint"]
 
 TOOLS_PATH = "/tools/run"
+TOOL_ERRORS: dict[str, type[Exception]] = {
+    error.__name__: error
+    for error in (KeyError, RuntimeError, LookupError, TypeError, ValueError, TimeoutError, ConnectionError, OSError)
+}
+"""What the grader's tools raise, by name: the name travels between the grader and the worker, the class
+is made again on the learner's side."""
 _MAX_HEAD = 64 * 1024
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Payload Too Large", 500: "Internal Server Error"}
 

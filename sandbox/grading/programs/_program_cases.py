@@ -164,6 +164,12 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("an_error_output_goes_back_and_the_model_recovers", "tool_error_recovery", "answer"),
         Case("a_failing_tool_becomes_an_error_result", "tool_error_recovery", "answer", failing=_PARISS),
         Case("an_unknown_tool_becomes_an_error_result", "parallel_calls", "answer", unknown_tools=("get_time",)),
+        Case(
+            "a_failing_call_without_arguments_becomes_an_error_result",
+            "no_arguments",
+            "answer",
+            failing={"get_time()": "clock service unavailable"},
+        ),
         Case("gives_up_at_the_bound", "runaway", "gave_up"),
         Case("a_refused_request_reaches_the_caller", "tool_error_recovery", "refused", failing=_PARISS, refuse=2),
     ),
