@@ -143,6 +143,15 @@ MUTANTS: dict[str, Mutant] = {
             caught("test_results_for_ids_never_called_are_left_out[*]", says=OWN_ID),
         )
     ),
+    "01_empty_as_missing": Mutant(
+        (
+            caught(
+                "test_an_empty_output_is_a_result_like_any_other[*]",
+                says=r"but results held \"\" for that call.*An empty output is still the tool's output.*"
+                + ONE_PER_CALL,
+            ),
+        )
+    ),
     "01_dict_order": Mutant((caught("test_results_follow_the_calls_not_the_dict[*]", says=OWN_OUTPUT),)),
     "01_extra_ids": Mutant((caught("test_results_for_ids_never_called_are_left_out[*]", says=OWN_ID),)),
     "01_same_id": Mutant((caught("*[parallel_calls-*]", says=ONE_RESULT),)),
