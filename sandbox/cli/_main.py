@@ -32,6 +32,7 @@ from ..adapters._transport import transport
 from ..engine import _catalogue
 from ..engine._engine import DEFAULT_BUDGET, ECHO_MODES, Engine
 from ..engine.kept import DEFAULT_MAX_KEPT
+from ..grading.judge._language import translate
 from ..grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
 from ..grading.judge._progress import Progress
 from ..grading.judge._state import State
@@ -107,6 +108,13 @@ def _parser() -> argparse.ArgumentParser:
     room.add_join_options(check)
     hint = command("hint", "Show the next hint for challenge N (one more each time).", _hint, [where])
     hint.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
+    hint.add_argument(
+        "--lang",
+        choices=("python", "go", "js"),
+        default="python",
+        help="the hints for your language: python (the exercises, default), or go or js (a program "
+        "graded with sandbox grade)",
+    )
     watch = command(
         "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
     )
@@ -186,20 +194,22 @@ def _check(args: argparse.Namespace) -> int:
 def _hint(args: argparse.Namespace) -> int:
     root, challenges = _challenges(args)
     info = _pick(challenges, args.number)
-    if not info.hints:
+    hints = info.hints_for(args.lang)
+    if not hints:
         raise CommandError(f"{info.name} has no hints in {root / 'hints.toml'}.")
     state = State(root)
-    shown = min(state.hints.get(info.name, 0) + 1, len(info.hints))
+    shown = min(state.hints.get(info.name, 0) + 1, len(hints))
     state.hints[info.name] = shown
     state.save()
     print(f"{info.name}: {info.title}")
-    print(_wrap("Rule: ", info.rule))
-    for number, text in enumerate(info.hints[:shown], 1):
+    print(_wrap("Rule: ", translate(info.rule, args.lang)))
+    for number, text in enumerate(hints[:shown], 1):
         print()
-        print(_wrap(f"Hint {number}/{len(info.hints)}: ", text))
+        print(_wrap(f"Hint {number}/{len(hints)}: ", text))
     print()
-    if shown < len(info.hints):
-        print(f"Run `sandbox hint {info.number}` again for the next hint.")
+    if shown < len(hints):
+        again = f"sandbox hint {info.number}" + (f" --lang {args.lang}" if args.lang != "python" else "")
+        print(f"Run `{again}` again for the next hint.")
     else:
         print(f"That was the last hint. Read {info.folder / 'README.md'} again, and the transcript in the failure.")
     return 0
