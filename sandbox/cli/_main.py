@@ -11,6 +11,7 @@ sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
 sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
 sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
+sandbox watch [N] -- CMD     build (--build) and grade it again on every save of its source
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ..grading.judge._state import State
 from ..grading.judge._transcript import describe_call, describe_message, quote
 from ..wire import PROVIDERS
 from . import _room as room
-from ._programs import add_commands
+from ._programs import add_commands, add_program_options, watch_program
 
 __all__ = ["main"]
 
@@ -54,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     words = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
-    if words[:1] == ["grade"] and "--" in words:  # everything after `--` is the program to grade
+    if words[:1] in (["grade"], ["watch"]) and "--" in words:  # everything after `--` is the program to grade
         split = words.index("--")
         words, command = words[:split], words[split + 1 :]
     try:
@@ -116,11 +117,17 @@ def _parser() -> argparse.ArgumentParser:
         "graded with sandbox grade)",
     )
     watch = command(
-        "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
+        "watch",
+        "Re-grade on every save: the first unfinished challenge, one failure at a time; with -- COMMAND, a "
+        "program, built again (--build) and graded on challenge N (or each in order up to the first failing).",
+        _watch,
+        [where],
     )
+    watch.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop (default: all)")
     watch.add_argument(
         "--interval", type=float, default=0.2, metavar="S", help="seconds between looks for a save (default 0.2)"
     )
+    add_program_options(watch)
     room.add_join_options(watch)
     solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
     solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
@@ -216,10 +223,14 @@ def _hint(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
+    if args.program:
+        return watch_program(args)
     if args.interval <= 0:
         raise CommandError(f"--interval {args.interval}: use a number of seconds above 0.")
     room.join_from(args)
     root, challenges = _challenges(args)
+    if args.number:
+        challenges = [_pick(challenges, args.number)]
     print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
     try:
         Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True), clear=sys.stdout.isatty())

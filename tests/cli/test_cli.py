@@ -112,7 +112,7 @@ def test_replay_wire_shows_the_bodies(capsys: pytest.CaptureFixture[str]) -> Non
 def test_replay_of_an_unknown_scenario_has_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "nope"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("sandbox: error: No scenario named 'nope'. The catalogue has:\n- multi_step")
+    assert err.startswith("sandbox: error: No scenario named 'nope'. The catalogue has:\n- json_arguments")
 
 
 def test_hint_reveals_one_more_each_time(course: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -142,13 +142,15 @@ def grade(
     observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
     isolation: Isolation | None = None,
     show_isolation: bool = True,
+    built: Callable[[], None] | None = None,
 ) -> int:
     """Run every planned case; print the failures and the summary; return the exit status. `build`
     is a shell line, run once in `cwd` first; `language` picks the names the feedback uses.
 
     `observe` sees every verdict once all are final (the workshop room's hook: it posts them).
     `show_isolation`: start with the line that says where the program runs (the CLI shows it with -v,
-    or when it is not the default, bubblewrap)."""
+    or when it is not the default, bubblewrap). `built` is called once the build is done (`sandbox watch`
+    looks for saves from then on)."""
     isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
@@ -163,6 +165,8 @@ def grade(
     if build:
         echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
     broken = (_build(build, cwd) if build else None) or program_refusal(command, cwd) or None
+    if built is not None:
+        built()
     outcomes: dict[str, tuple[str, str]] = {}
     if show_isolation:
         echo(isolation.notice())
