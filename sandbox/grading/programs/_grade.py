@@ -17,6 +17,7 @@ import importlib
 import os
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -158,9 +159,10 @@ def grade(
         out.flush()
 
     shown = shlex.join(command)
-    # Hypothesis keeps a cache of constants under .hypothesis/ in the current folder: the learner's own.
+    # Hypothesis keeps caches (its charmap, the constants of local modules) under .hypothesis/ in the
+    # current folder, the learner's own: the grader's go to a folder of its own, kept between runs.
     hypothesis_home = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
-    _use_hypothesis_home(hypothesis_home.name)
+    _use_hypothesis_home(str(_hypothesis_cache() or hypothesis_home.name))
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
         echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
@@ -230,6 +232,23 @@ def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
     except pytest.fail.Exception as failure:
         return FAILED, escaped(str(failure.msg))
     return PASSED, ""
+
+
+def _hypothesis_cache() -> Path | None:
+    """The grader's own hypothesis folder, `~/.cache/skyl-sandbox/hypothesis` (or under
+    $XDG_CACHE_HOME): private to the user grading (0700, theirs), so no one else can feed it. None when
+    it cannot be made so: then each run starts from an empty one."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "skyl-sandbox" / "hypothesis"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.lstat()
+    except (OSError, RuntimeError):  # RuntimeError: no home to expand
+        return None
+    uid = os.getuid() if hasattr(os, "getuid") else info.st_uid  # Windows: no owner ids to compare
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
+        return None
+    return folder
 
 
 def _use_hypothesis_home(directory: str | None) -> None:
