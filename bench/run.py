@@ -1,4 +1,4 @@
-"""Benchmarks for issue 6: `python bench/run.py` prints one table; every figure is a ratio against a
+"""The benchmarks: `python bench/run.py` prints one table; every figure is a ratio against a
 baseline measured in the same run, so the table means the same on a laptop and on a loaded CI box.
 
     python bench/run.py                      every row (about 5 minutes)
@@ -11,7 +11,8 @@ Timing: the baseline and the subject run in alternating rounds, and each keeps i
 noise from other processes hits both and the ratio compares the code, not the moment. The rows live
 beside this file by what they measure: `_rows_client` (in one process), `_rows_serve` (the server),
 `_rows_grading` (grading and a learner's wait), `_rows_programs` (`sandbox grade` and `watch` of a Go
-program) and `_rows_memory` (memory, limits, kept state); what
+program), `_rows_memory` (memory, limits, kept state) and `_rows_replay` (a recorded scenario against
+one written by hand); what
 they share, and the table, is `_table`.
 """
 
@@ -29,6 +30,8 @@ from _rows_client import row_inproc, row_loop, row_sdk  # noqa: E402
 from _rows_grading import row_challenges, row_learner, row_sandbox  # noqa: E402
 from _rows_memory import memory_child, row_kept, row_limits, row_memory, row_stores  # noqa: E402
 from _rows_programs import row_programs  # noqa: E402
+from _rows_replay import row_replay  # noqa: E402
+from _rows_scale import row_site, row_workers  # noqa: E402
 from _rows_serve import row_serve, row_stalls  # noqa: E402
 from _rows_startup import row_startup  # noqa: E402
 
@@ -47,6 +50,9 @@ ROWS = (
     "kept",
     "stores",
     "startup",
+    "replay",
+    "workers",
+    "site",
 )
 
 
@@ -73,7 +79,7 @@ def main() -> int:
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve, "stalls": row_stalls,
                 "challenges": row_challenges, "sandbox": row_sandbox, "learner": row_learner, "programs": row_programs,
                 "memory": row_memory, "limits": row_limits, "kept": row_kept, "stores": row_stores,
-                "startup": row_startup}  # fmt: skip
+                "startup": row_startup, "replay": row_replay, "workers": row_workers, "site": row_site}  # fmt: skip
     for name in ROWS:
         if name in chosen:
             print(f"... {name}", file=sys.stderr, flush=True)

@@ -27,25 +27,21 @@ import pytest
 
 from ._exceptions import ScenarioError, UsageError
 from .adapters import _guard as guard
-from .grading import Challenge
 from .grading.boundary._isolation import Isolation, IsolationError, choose
-from .grading.boundary._runner import WorkerError
-from .grading.boundary._zygotes import reap_spare_zygotes, shared_zygote, spare_zygote
-from .grading.judge import _room_reporter as room
-from .grading.judge._grouping import FailureGroups
-from .grading.judge._harness import ChallengeRef, Harness
-from .grading.judge._lanes import Lanes, lane_limit, units
-from .grading.judge._meta import HINTS_FILE, ROOT_NAME, challenge_folder, find_root
+from .grading.judge._meta import HINTS_FILE, ROOT_NAME, ChallengeRef, challenge_folder, find_root
 from .grading.judge._options import add_options
 
 if TYPE_CHECKING:
     from .adapters._mock import SandboxMock
+    from .adapters._serving import RunningSandbox
+    from .grading import Challenge
+    from .grading.judge._harness import Harness
 
-__all__ = ["challenge", "sandbox_mock"]
+__all__ = ["challenge", "sandbox_mock", "sandbox_server"]
 
 _LOADABLE_IN_CHALLENGES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 
-_HARNESS = pytest.StashKey[Harness]()
+_HARNESS = pytest.StashKey["Harness"]()
 _DESELECTED = pytest.StashKey[set[str]]()
 _ISOLATION = pytest.StashKey[Isolation]()
 _FOLDERS = pytest.StashKey[set[Path]]()
@@ -108,7 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "sandbox(scenario=None, budget=50, faults=None, strict=True): how the `sandbox_mock` fixture mounts "
-        "the sandbox for this test; strict fails it at teardown on unplayed steps and unmatched requests.",
+        "the sandbox for this test (and the `sandbox_server` fixture serves it, strict aside); strict fails "
+        "it at teardown on unplayed steps and unmatched requests.",
     )
     config.stash[_DESELECTED] = set()
     config.stash[_FOLDERS] = set()
@@ -165,6 +162,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
     another grader (`judge._lanes`)."""
     folder = challenge_folder(file_path) if file_path.suffix == ".py" and file_path.name.startswith("test_") else None
     if folder:
+        from .grading.boundary._runner import WorkerError
+        from .grading.boundary._zygotes import shared_zygote, spare_zygote
+        from .grading.judge._lanes import lane_limit
+
         config = parent.config
         folders = config.stash[_FOLDERS]
         folders.add(folder)
@@ -176,6 +177,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     refs = {item.nodeid: ref for item in session.items if (ref := _ref(item)) is not None}
+    if not refs and not session.config.stash[_FOLDERS]:
+        return  # nothing to grade, and no worker started: the grading machinery stays unloaded
+    from .grading.boundary._runner import WorkerError
+    from .grading.boundary._zygotes import reap_spare_zygotes
+    from .grading.judge import _room_reporter as room
+    from .grading.judge._grouping import FailureGroups
+    from .grading.judge._harness import Harness
+    from .grading.judge._lanes import Lanes, lane_limit, units
+
     if not refs:
         reap_spare_zygotes()
     else:
@@ -187,6 +197,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         isolation = harness.implementations.isolation
         default = session.config.getoption("sandbox_isolation") == "auto" and isolation.sandboxed
+        default = default and not isolation.unfiltered
         if reporter is not None and (session.config.option.verbose > 0 or not default):
             reporter.write_line(isolation.notice())  # where learner code runs: said when it is not the default
         harness.watch()
@@ -274,3 +285,32 @@ def sandbox_mock(request: pytest.FixtureRequest) -> Iterator[SandboxMock]:
             mounted.check()
         except AssertionError as error:
             pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture
+def sandbox_server(request: pytest.FixtureRequest) -> Iterator[RunningSandbox]:
+    """`sandbox serve` on a free port of 127.0.0.1 for one test (`sandbox.serving()`), in a thread.
+
+    `.url` (and `.openai_url`) for any client, even a program in another language; `.journal()` for
+    what the sandbox answered. `@pytest.mark.sandbox(scenario=..., budget=..., faults=...)` applies.
+    """
+    marker = request.node.get_closest_marker("sandbox")
+    options = dict(marker.kwargs) if marker else {}
+    if marker and marker.args:
+        options.setdefault("scenario", marker.args[0])
+    options.pop("strict", None)
+    unknown = sorted(set(options) - {"scenario", "budget", "faults"})
+    if unknown:
+        pytest.fail(
+            f"@pytest.mark.sandbox: the sandbox_server fixture takes scenario=, budget= and faults=, not "
+            f"{', '.join(map(repr, unknown))}.",
+            pytrace=False,
+        )
+    from .adapters._serving import serving  # uvicorn's server, loaded only by the tests that serve
+
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(serving(**options))
+        except (ScenarioError, UsageError) as error:
+            pytest.fail(f"@pytest.mark.sandbox: {error}", pytrace=False)
+        yield server

@@ -27,14 +27,21 @@ def server_options(driver: str, base: str) -> dict[str, Any]:
     return {"base_url": f"{base}/v1"} if driver.startswith("openai") else {"base_url": base}
 
 
+def _scenario(scenario: str | sandbox.Scenario) -> sandbox.Scenario:
+    """A catalogue scenario by name, or the scenario itself (its prompt, tools and tool outputs)."""
+    return scenario if isinstance(scenario, sandbox.Scenario) else sandbox.get_scenario(scenario)
+
+
 def _output(scenario: sandbox.Scenario, name: str, arguments: Any) -> str:
     return scenario.tool_outputs[repr(sandbox.Call(name, dict(arguments or {})))]
 
 
-def openai_chat(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
+def openai_chat(
+    scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any
+) -> str:
     import openai
 
-    scenario = sandbox.get_scenario(scenario_name)
+    scenario = _scenario(scenario_name)
     client = client or openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
@@ -69,10 +76,12 @@ def openai_chat(scenario_name: str, *, stream: bool = False, client: Any = None,
         raise AssertionError("the openai chat loop did not finish")
 
 
-def openai_responses(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
+def openai_responses(
+    scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any
+) -> str:
     import openai
 
-    scenario = sandbox.get_scenario(scenario_name)
+    scenario = _scenario(scenario_name)
     client = client or openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
@@ -104,10 +113,42 @@ def openai_responses(scenario_name: str, *, stream: bool = False, client: Any = 
         raise AssertionError("the openai responses loop did not finish")
 
 
-def anthropic_messages(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
-    import anthropic
+def openai_responses_kept(scenario_name: str, *, client: Any = None, **options: Any) -> str:
+    """The Responses loop that leaves its history on the server: after the prompt, each turn sends
+    only the tool outputs and `previous_response_id`."""
+    import openai
 
     scenario = sandbox.get_scenario(scenario_name)
+    client = client or openai.OpenAI(api_key="sk-test", **{"max_retries": 0, **options})
+    with client:
+        tools: Any = [
+            {"type": "function", "name": t.name, "parameters": t.parameters, "strict": False} for t in scenario.tools
+        ]
+        response = client.responses.create(model=scenario.name, input=scenario.prompt, tools=tools)
+        for _ in range(10):
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                return response.output_text
+            outputs: Any = [
+                {
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": _output(scenario, call.name, json.loads(call.arguments)),
+                }
+                for call in calls
+            ]
+            response = client.responses.create(
+                model=scenario.name, previous_response_id=response.id, input=outputs, tools=tools
+            )
+        raise AssertionError("the openai responses loop did not finish")
+
+
+def anthropic_messages(
+    scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any
+) -> str:
+    import anthropic
+
+    scenario = _scenario(scenario_name)
     client = client or anthropic.Anthropic(api_key="sk-ant-test", **{"max_retries": 0, **options})
     with client:  # closes its connections: a server test must not leave sockets to the GC
         tools: Any = [
@@ -144,11 +185,11 @@ def anthropic_messages(scenario_name: str, *, stream: bool = False, client: Any 
         raise AssertionError("the anthropic loop did not finish")
 
 
-def gemini(scenario_name: str, *, stream: bool = False, client: Any = None, **options: Any) -> str:
+def gemini(scenario_name: str | sandbox.Scenario, *, stream: bool = False, client: Any = None, **options: Any) -> str:
     from google import genai
     from google.genai import types
 
-    scenario = sandbox.get_scenario(scenario_name)
+    scenario = _scenario(scenario_name)
     client = client or genai.Client(api_key="test-key", http_options=types.HttpOptions(**options))
     with client:  # closes its connections: a server test must not leave sockets to the GC
         declarations = [

@@ -84,6 +84,9 @@ class SandboxApp:
         origins = tuple(cors_origins)
         self.any_origin = "*" in origins
         self.origins = frozenset(origins)
+        self.on_exchange: Callable[[Mapping[str, str], Exchange], None] | None = None
+        """Called with each model request's headers and its answer, before the answer is sent (the
+        control API's journal, `sandbox.adapters._control`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -129,6 +132,8 @@ class SandboxApp:
             exchange = self._answer(method, path, query, headers, body, sender)
         else:
             exchange = await asyncio.to_thread(self._answer, method, path, query, headers, body, sender)
+        if self.on_exchange is not None:
+            self.on_exchange(headers, exchange)
         await self._reply(send, method, headers, exchange)
 
     def _answer(

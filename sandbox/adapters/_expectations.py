@@ -1,7 +1,8 @@
 """Strict expectations: what a journal shows the script foresaw and the client did not play out.
 
-`unmet(engine, journal)` names each scripted step no request reached and each request that no step
-answered (the sandbox refused it: a 4xx or 5xx that no scripted fault explains). `sandbox.mock(strict=True)`
+`unmet(engine, journal)` names each scripted step no request reached (in a scenario whose steps
+are chosen by content, each step of a branch that began) and each request that no step answered
+(the sandbox refused it: a 4xx or 5xx that no scripted fault explains). `sandbox.mock(strict=True)`
 and the `sandbox_mock` fixture fail with them. May touch: nothing; it reads the journal and replays
 the conversations it holds against the engine's scenarios.
 """
@@ -23,6 +24,7 @@ def unmet(engine: Engine, journal: Journal) -> list[str]:
     journal shows every scripted step played and every request answered by one."""
     problems: list[str] = []
     reached: dict[str, int] = {}
+    played_by: dict[str, set[int]] = {}
     if engine.pinned is not None:
         reached[engine.pinned.name] = -1
     for number, exchange in enumerate(journal, start=1):
@@ -34,9 +36,20 @@ def unmet(engine: Engine, journal: Journal) -> list[str]:
         played = _played(engine, exchange)
         if played is not None and exchange.scenario is not None:
             reached[exchange.scenario] = max(reached.get(exchange.scenario, -1), played)
+            played_by.setdefault(exchange.scenario, set()).add(played)
     for name, last in reached.items():
         scenario = _scenario(engine, name)
-        if scenario is not None and last < len(scenario.steps) - 1:
+        if scenario is not None and scenario.selects and name not in played_by:
+            problems.append(f"scenario {name!r}: no request reached it")
+        elif scenario is not None and scenario.selects:
+            branches = _left_in_branches(scenario, played_by[name])
+            if branches:
+                listed = ", ".join(str(index) for index in branches)
+                problems.append(
+                    f"scenario {name!r}: step{'s' if len(branches) > 1 else ''} {listed} of {len(scenario.steps)} "
+                    "never played (each follows the script's start or a step whose when matched)"
+                )
+        elif scenario is not None and last < len(scenario.steps) - 1:
             left = range(last + 1, len(scenario.steps))
             listed = ", ".join(str(index) for index in left)
             problems.append(
@@ -46,6 +59,20 @@ def unmet(engine: Engine, journal: Journal) -> list[str]:
                 else f"scenario {name!r}: none of its {len(scenario.steps)} steps played (no request reached it)"
             )
     return problems
+
+
+def _left_in_branches(scenario: Scenario, played: set[int]) -> list[int]:
+    """The steps not played of the branches that began: the script's start (the steps before its first
+    `when`), and each step whose `when` matched with the steps after it that have none. A branch
+    whose `when` never matched is an alternative, not an expectation; a `respond` scenario has none."""
+    left: list[int] = []
+    began = True  # the script's start begins with the conversation
+    for index, step in enumerate(scenario.steps):
+        if step.when is not None:
+            began = index in played
+        if began and index not in played:
+            left.append(index)
+    return left
 
 
 def _scenario(engine: Engine, name: str) -> Scenario | None:

@@ -9,17 +9,17 @@ through unchanged. `uninstall()` restores what it wrapped. May touch: those four
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from typing import Any
 
 from .._exceptions import UsageError
-from ..wire.clouds import CLOUD_HOSTS
 
 __all__ = [
     "ALLOW_ENV",
     "ALLOW_INI",
-    "CLOUD_HOST",
+    "cloud_host",
     "PROVIDER_HOSTS",
     "RealAPIBlocked",
     "install",
@@ -34,11 +34,18 @@ regional endpoints) count too: see `sandbox.wire.clouds.CLOUD_HOSTS`."""
 ALLOW_INI = "sandbox_allow_real_api"
 ALLOW_ENV = "SANDBOX_ALLOW_REAL_API"
 
-CLOUD_HOST = re.compile("|".join(f"(?:{pattern})" for pattern in CLOUD_HOSTS))
+
+@functools.cache
+def cloud_host() -> re.Pattern[str]:
+    """The clouds' host patterns as one expression, compiled on the first check: the plugin loads this
+    module in every pytest run, and the wire formats only when a request is checked."""
+    from ..wire.clouds import CLOUD_HOSTS
+
+    return re.compile("|".join(f"(?:{pattern})" for pattern in CLOUD_HOSTS))
 
 
 def is_provider_host(host: str) -> bool:
-    return host in PROVIDER_HOSTS or CLOUD_HOST.fullmatch(host) is not None
+    return host in PROVIDER_HOSTS or cloud_host().fullmatch(host) is not None
 
 
 class RealAPIBlocked(UsageError):

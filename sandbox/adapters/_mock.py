@@ -30,7 +30,7 @@ from ..engine._scenario import Scenario
 from ..engine.faults import Fault
 from ..wire import Rule, get_wire_format, route
 from ._expectations import unmet
-from ._guard import CLOUD_HOST, PROVIDER_HOSTS, is_provider_host
+from ._guard import PROVIDER_HOSTS, cloud_host, is_provider_host
 from ._journal import Journal
 from ._transport import _HTTPX_STREAM, _stream_class, _to_response, answer_request
 
@@ -87,7 +87,7 @@ class _Patch:
         router = respx.mock(assert_all_called=False, assert_all_mocked=False)
         for host in PROVIDER_HOSTS:
             router.route(host=host).mock(side_effect=_respond_httpx)
-        router.route(host__regex=CLOUD_HOST.pattern).mock(side_effect=_respond_httpx)
+        router.route(host__regex=cloud_host().pattern).mock(side_effect=_respond_httpx)
         router.route().pass_through()
         router.start()
         self._router = router

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import ipaddress
 import logging
 import signal
 import socket
@@ -33,7 +34,21 @@ from ._asgi import BODY_TIMEOUT, SandboxApp
 from ._protocol import Protocol
 from ._tcp import tcp_socket
 
-__all__ = ["GRACE", "KEEP_ALIVE", "WRITE_TIMEOUT", "QuietLog", "SendTimeout", "make_server", "serve"]
+__all__ = [
+    "GRACE",
+    "KEEP_ALIVE",
+    "WRITE_TIMEOUT",
+    "QuietLog",
+    "SendTimeout",
+    "forwarded_ips_of",
+    "listen",
+    "make_server",
+    "quiet_logs",
+    "raise_open_file_limit",
+    "serve",
+    "server_config",
+    "signals_end_the_server",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -67,24 +82,32 @@ def serve(
     keep_alive: float = KEEP_ALIVE,
     grace: float = GRACE,
     cors_origins: Iterable[str] = ("*",),
+    forwarded_allow_ips: str | None = None,
     ready: Callable[[int], None] | None = None,
     wrap: Callable[[SandboxApp], ASGIApp] | None = None,
     on_stop: Callable[[], None] | None = None,
 ) -> None:
     """Serve the sandbox until SIGTERM or SIGINT. `ready` runs once the port is bound, with its
     number (the one chosen for `port=0`); `wrap` puts an ASGI app around the sandbox's (the workshop
-    room mounts itself beside it); `on_stop` runs as the shutdown begins."""
-    sock = _listen(host, port)
+    room mounts itself beside it); `on_stop` runs as the shutdown begins. `forwarded_allow_ips`
+    (see `forwarded_ips_of`) names the proxies whose `X-Forwarded-For` says who the client is."""
+    sock = listen(host, port)
     try:
         if ready is not None:
             ready(sock.getsockname()[1])
-        _raise_open_file_limit()
+        raise_open_file_limit()
         sandbox_app = SandboxApp(engine, body_timeout=body_timeout, cors_origins=cors_origins)
         app: ASGIApp = wrap(sandbox_app) if wrap is not None else sandbox_app
         server = make_server(
-            app, log_level=log_level, write_timeout=write_timeout, keep_alive=keep_alive, grace=grace, on_stop=on_stop
+            app,
+            log_level=log_level,
+            write_timeout=write_timeout,
+            keep_alive=keep_alive,
+            grace=grace,
+            forwarded_allow_ips=forwarded_allow_ips,
+            on_stop=on_stop,
         )
-        with _signals_end_the_server():
+        with signals_end_the_server():
             server.run(sockets=[sock])
     finally:
         sock.close()
@@ -97,25 +120,69 @@ def make_server(
     write_timeout: float = WRITE_TIMEOUT,
     keep_alive: float = KEEP_ALIVE,
     grace: float = GRACE,
+    forwarded_allow_ips: str | None = None,
     on_stop: Callable[[], None] | None = None,
 ) -> uvicorn.Server:
     """The uvicorn server `serve` runs (`.run(sockets=[...])`), for a caller that binds its own socket."""
-    config = uvicorn.Config(
+    config = server_config(
         SendTimeout(app, write_timeout),
+        log_level=log_level,
+        keep_alive=keep_alive,
+        grace=grace,
+        forwarded_allow_ips=forwarded_allow_ips,
+    )
+    quiet_logs()
+    return _Server(config, on_stop)
+
+
+def server_config(
+    app: ASGIApp | Callable[[], ASGIApp],
+    *,
+    log_level: str = "warning",
+    keep_alive: float = KEEP_ALIVE,
+    grace: float = GRACE,
+    forwarded_allow_ips: str | None = None,
+    workers: int = 1,
+) -> uvicorn.Config:
+    """uvicorn's settings for the sandbox: `Protocol`'s bounds, no access log, and the client's address
+    taken from `X-Forwarded-For` only when the peer is one of `forwarded_allow_ips`. With `workers`
+    over 1, `app` is a factory each worker process calls (see `sandbox.adapters._workers`)."""
+    return uvicorn.Config(
+        app,
+        factory=workers > 1,
+        workers=workers,
         http=Protocol,
         ws="none",
         lifespan="off",
         log_level=log_level,
         access_log=False,
         server_header=False,
-        proxy_headers=False,  # the sender is the connection (see `SandboxApp`)
+        proxy_headers=forwarded_allow_ips is not None,  # else the sender is the connection (see `SandboxApp`)
+        forwarded_allow_ips=forwarded_allow_ips,
         timeout_keep_alive=keep_alive,  # type: ignore[arg-type]  # uvicorn types it int; a timer takes any number
         timeout_graceful_shutdown=grace,  # type: ignore[arg-type]
         limit_concurrency=_connection_cap(),
         backlog=BACKLOG,
     )
-    _quiet_logs()
-    return _Server(config, on_stop)
+
+
+def forwarded_ips_of(given: str | None) -> str | None:
+    """`--forwarded-allow-ips` checked: `*`, or addresses and networks (`10.0.0.0/8`) separated by commas."""
+    if given is None:
+        return None
+    items = [item.strip() for item in given.split(",")]
+    if items == ["*"]:
+        return "*"
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False) if "/" in item else ipaddress.ip_address(item)
+        except ValueError:
+            raise UsageError(
+                f"--forwarded-allow-ips {given}: {item!r} is not an IP address or network. Name the proxies "
+                "whose X-Forwarded-For the sandbox may believe, e.g. --forwarded-allow-ips 127.0.0.1 or "
+                "10.0.0.0/8 (or * to believe any peer, when nothing but the proxy can reach the sandbox)."
+            ) from None
+    return ",".join(items)
 
 
 class _Server(uvicorn.Server):
@@ -216,7 +283,7 @@ class _TimedSend:
 
 
 @contextlib.contextmanager
-def _signals_end_the_server() -> Iterator[None]:
+def signals_end_the_server() -> Iterator[None]:
     """uvicorn, once shut down, raises the SIGTERM or SIGINT it caught again for the handler it
     found: here a no-op, so `serve` returns and `sandbox serve` exits 0."""
     if threading.current_thread() is not threading.main_thread():
@@ -235,7 +302,7 @@ def _ignore(number: int, frame: object) -> None:
     pass
 
 
-def _quiet_logs() -> None:
+def quiet_logs() -> None:
     for name in ("sandbox.serve", "uvicorn.error", "asyncio"):
         logger = logging.getLogger(name)
         if not any(isinstance(known, QuietLog) for known in logger.filters):
@@ -282,7 +349,7 @@ class QuietLog(logging.Filter):
         return True
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a bad --host or a taken --port is one clear error."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = tcp_socket(family)  # TCP_NODELAY on every connection (see sandbox.adapters._tcp)
@@ -310,7 +377,7 @@ def _connection_cap() -> int:
     return 100_000 if soft == resource.RLIM_INFINITY else max(64, soft - 64)
 
 
-def _raise_open_file_limit() -> None:
+def raise_open_file_limit() -> None:
     """Each connection holds a file descriptor: with the usual soft limit of 1,024, a thousand idle
     connections would stop the server accepting any. Raise it to the hard limit the system allows."""
     try:

@@ -12,14 +12,19 @@ sandbox room                 the sandbox with a workshop room: a live page of ev
 sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
 sandbox watch [N] -- CMD     build (--build) and grade it again on every save of its source
+sandbox record --upstream U  a recording proxy: a real provider's traffic becomes a scenario
+sandbox import CASSETTE...   vcrpy / pytest-recording cassettes become scenarios
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import sys
+import tempfile
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,11 +32,14 @@ from typing import NoReturn
 
 from .. import skyl
 from .._exceptions import SandboxError
-from ..adapters._asgi import cors_origins_of
-from ..adapters._serve import serve
+from ..adapters._asgi import SandboxApp, cors_origins_of
+from ..adapters._control import ControlApp
+from ..adapters._serve import forwarded_ips_of, serve
 from ..adapters._transport import transport
+from ..adapters._workers import serve_workers
 from ..engine import _catalogue
 from ..engine._engine import DEFAULT_BUDGET, ECHO_MODES, Engine
+from ..engine._scenario import Scenario
 from ..engine.kept import DEFAULT_MAX_KEPT
 from ..grading.judge._language import translate
 from ..grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
@@ -39,12 +47,14 @@ from ..grading.judge._progress import Progress
 from ..grading.judge._state import State
 from ..grading.judge._transcript import describe_call, describe_message, quote
 from ..wire import PROVIDERS
+from . import _record as record
 from . import _room as room
 from ._programs import add_commands, add_program_options, watch_program
 
 __all__ = ["main"]
 
 REPLAY_ROUNDS = 5
+MAX_WORKERS = 256
 
 
 class CommandError(Exception):
@@ -84,6 +94,14 @@ class _Parser(argparse.ArgumentParser):
 def _port(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or not 0 <= int(text) <= 65535:  # '²' is a digit to isdigit
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: use a number from 1 to 65535 (0: any free one)")
+    return int(text)
+
+
+def _workers(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of worker processes: use 1 to {MAX_WORKERS} (about one per CPU core)"
+        )
     return int(text)
 
 
@@ -153,12 +171,22 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--cors-origin", action="append", metavar="ORIGIN", help=cors)
         sub.add_argument("--kept", type=int, default=DEFAULT_MAX_KEPT, metavar="N", help="stored states (2000)")
         sub.add_argument("--kept-mib", type=float, default=64.0, metavar="M", help="MiB they may hold (64)")
-        store = "where kept state lives: memory (default), sqlite:///PATH or redis://HOST:PORT/DB (shared)"
-        sub.add_argument("--store", default="memory", metavar="URL", help=store)
+        store = (
+            "where kept state lives: memory (the default for one worker), sqlite:///PATH (the default for "
+            "several: a new file) or redis://HOST:PORT/DB (several machines)"
+        )
+        sub.add_argument("--store", default=None, metavar="URL", help=store)
+        workers = "worker processes sharing the port and the store (1)"
+        sub.add_argument("--workers", type=_workers, default=1, metavar="N", help=workers)
+        forwarded = "proxies whose X-Forwarded-For names the client: addresses or networks, comma-separated, or *"
+        sub.add_argument("--forwarded-allow-ips", default=None, metavar="IPS", help=forwarded)
         room.add_options(sub, flag=sub is serve_)
+        record.add_port_file(sub)
+    record.add_control_options(serve_)
     verify = command("verify", room.VERIFY_SUMMARY, room.verify, [])
     room.add_verify_options(verify)
     add_commands(command, where)  # init, grade: for learners in another language (`_program_cli`)
+    record.add_commands(command, _port)  # record, import: scenarios from real traffic
     return parser
 
 
@@ -348,8 +376,39 @@ def _serve(args: argparse.Namespace) -> int:
             "scenario, and a request's model name must pick one scenario. Rename it in its file."
         )
     args.cors_origin = cors_origins_of(args.cors_origin)
+    args.forwarded_allow_ips = forwarded_ips_of(args.forwarded_allow_ips)
+    token = record.control_token(args) if hasattr(args, "control") else None
+    if token is not None and args.room:
+        raise CommandError("--control serves the sandbox alone: drop --room, or --control.")
+    if args.workers > 1 and args.room:
+        raise CommandError(
+            f"--workers {args.workers} with a workshop room: the room's live page is served by one process. Run the "
+            "room with one worker, or serve learners' loops from a separate `sandbox serve --workers N`."
+        )
+    if args.workers > 1 and token is not None:
+        raise CommandError(
+            f"--workers {args.workers} with --control: the control API reads and resets one process's journal. "
+            "Drop --workers (one process), or --control."
+        )
+    if args.workers > 1 and args.store == "memory":
+        raise CommandError(
+            f"--workers {args.workers} --store memory: memory is one process's own, and each worker is a process, "
+            "so a continuation that reached another worker would not be found. Leave --store out (the workers "
+            "then share a new SQLite file), or name one: --store sqlite:///kept.db or --store redis://HOST:PORT/0."
+        )
+    args.store_note = ""
+    with contextlib.ExitStack() as stack:
+        if args.store is None and args.workers > 1:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="sandbox-store-"))
+            args.store = f"sqlite:///{Path(folder) / 'kept.db'}"
+            args.store_note = " (removed when the server stops; name one with --store to keep it)"
+        return _serve_with(args, scenarios, token)
+
+
+def _serve_with(args: argparse.Namespace, scenarios: dict[str, Scenario] | None, token: str | None) -> int:
     engine_class = room.RecordingEngine if args.room else Engine
-    engine = engine_class(
+    make_engine = functools.partial(
+        engine_class,
         args.scenario,
         scenarios=scenarios,
         budget=args.budget,
@@ -357,8 +416,9 @@ def _serve(args: argparse.Namespace) -> int:
         echo=args.echo,
         kept=args.kept,
         kept_mib=args.kept_mib,
-        store=args.store,
+        store=args.store or "memory",
     )
+    engine = make_engine()  # in this process too: a bad option or store is one clear error before any worker
 
     def banner(port: int) -> None:
         """Printed once the port is bound (the one chosen for --port 0), so a taken port prints only its error."""
@@ -373,11 +433,27 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  Faults in every conversation: {', '.join(map(repr, engine.faults.faults))}.")
         if engine.strict:
             print("  Strict echo: rebuilt model turns and undeclared tools are refused, as the graders refuse them.")
+        if args.workers > 1:
+            print(f"  {args.workers} worker processes, sharing kept state in {args.store}{args.store_note}.")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"  Listening on {args.host}: anyone who can reach this machine can use it.")
+        if token is not None:
+            print(f"  Control API at {base}/_sandbox/ (journal, reset, scenarios): Authorization: Bearer {token}")
         sys.stdout.flush()
+        record.write_port_file(args.port_file, port)
 
     if args.room:
         return room.serve_room(args, engine, banner)
-    serve(engine, host=args.host, port=args.port, cors_origins=args.cors_origin, ready=banner)
+    options = {"host": args.host, "port": args.port, "cors_origins": args.cors_origin, "ready": banner}
+    if args.workers > 1:
+        serve_workers(make_engine, workers=args.workers, forwarded_allow_ips=args.forwarded_allow_ips, **options)
+    elif token is None:
+        serve(engine, forwarded_allow_ips=args.forwarded_allow_ips, **options)
+    else:
+        control = token
+
+        def wrap(app: SandboxApp) -> ControlApp:
+            return ControlApp(app, control)
+
+        serve(engine, forwarded_allow_ips=args.forwarded_allow_ips, wrap=wrap, **options)
     return 0

@@ -201,7 +201,10 @@ def _prepared(args: argparse.Namespace, verb: str) -> tuple[list[ChallengeInfo],
             titles=titles,
             observe=observe,
             isolation=isolation,
-            show_isolation=args.verbose or args.isolation != "auto" or not isolation.sandboxed,
+            show_isolation=args.verbose
+            or args.isolation != "auto"
+            or not isolation.sandboxed
+            or bool(isolation.unfiltered),
             built=built,
         )
 

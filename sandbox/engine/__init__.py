@@ -3,7 +3,8 @@
 `_engine` is the dispatch (wire format, scenario, replay, budget, answer); `_scenario` and
 `_catalogue` the scripts, `_replay` the history checked against them, `_refusals`, `_limits`,
 `_repeats`, `_senders` and `_wrong_path` the errors the engine words itself, `kept/` the state a
-provider keeps for its client (stored responses, threads, conversations) and `faults/` the failures
-scripted on purpose. It imports the wire formats and the skyl model, never an adapter, the graders
+provider keeps for its client (stored responses, threads, conversations), `faults/` the failures
+scripted on purpose, and `_recorded` (with `_toml_out` and `_cassettes`) scenarios written from
+recorded traffic. It imports the wire formats and the skyl model, never an adapter, the graders
 or the room: any adapter can sit in front of it.
 """

@@ -20,12 +20,13 @@ from ..wire import Conversation, ErrorResponse, Rule, WireFormat, clouds, get_wi
 from ..wire.clouds import CloudRefusal, CloudRoute
 from ._catalogue import catalogue
 from ._count_tokens import COUNT_TOKENS, count_tokens
+from ._embeddings import embeddings_exchange, is_embeddings
 from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, store_unavailable, too_large, unknown_scenario
 from ._repeats import Digested, Repeats, history_keys, repeat_error
 from ._replay import render_turn, replay
-from ._scenario import Scenario
+from ._scenario import Scenario, Step
 from ._senders import caller_key, owner_key
 from ._tolerance import ECHO_MODES, TOLERATED, Echo, plays_serially, undeclared_answer
 from ._wrong_path import wrong_path
@@ -86,7 +87,11 @@ class Engine:
         if not isinstance(kept_mib, (int, float)) or not 0 <= kept_mib < 1024 * 1024:
             raise UsageError(f"kept_mib={kept_mib!r}: use a number of MiB, 0 or more (64 by default).")
         self.scenarios: dict[str, Scenario] = {**catalogue(), **(scenarios or {})}
-        self.faults = FaultPlan(parse_faults(faults) if isinstance(faults, str) else tuple(faults or ()), budget=budget)
+        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024), store)
+        """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
+        keeps, for the clients of providers that keep it (see `_kept`)."""
+        planned = parse_faults(faults) if isinstance(faults, str) else tuple(faults or ())
+        self.faults = FaultPlan(planned, budget=budget, records=self.kept.store)
         """Ad-hoc faults (`transport(faults=...)`), and the attempt counts of every fault that plays."""
         if isinstance(scenario, str):
             if scenario not in self.scenarios:
@@ -101,9 +106,6 @@ class Engine:
                 self.faults.check_request(fault, where=f"scenario {playing.name!r}:")
         self.budget = budget
         self.max_body_bytes = max_body_bytes
-        self.kept = KeptState(kept, int(kept_mib * 1024 * 1024), store)
-        """Threads, stored responses (`previous_response_id`) and conversations: the one state the engine
-        keeps, for the clients of providers that keep it (see `_kept`)."""
         self._repeats: Repeats = self.kept.store.repeats()
         self._answers = self.kept.store.numbers()
         """Numbers every request this engine answers: the ids an answer issues for itself carry it. A
@@ -151,6 +153,8 @@ class Engine:
             return self._count_tokens(method, path, body, digest)
         cloud: CloudRoute | None = None
         if found is None and method.upper() == "POST":
+            if is_embeddings(path):
+                return embeddings_exchange(method, path, body, digest, self.max_body_bytes)
             translated = clouds.translate(path, query or "", headers or {}, body)
             if isinstance(translated, CloudRefusal):
                 wire = get_wire_format(translated.provider)
@@ -331,8 +335,12 @@ class Engine:
             resume.parser = resume.full = None
             position = replay(wire, scenario, conversation, strict=strict, serial=serial)
             done = None
-        if not strict and scenario.steps[position.script_index].calls:
+        playing = position.playing
+        assert playing is not None  # the replay names the step it stands at
+        if not strict and playing.calls:
             position = undeclared_answer(wire, scenario, conversation, position)
+            playing = position.playing
+            assert playing is not None
         scope = f"{path}\0{scenario.name}"
         resumed = done.digested if done is not None else None
         history, continued = history_keys(scope, conversation.messages, resumed, self._repeats.digest)
@@ -341,13 +349,13 @@ class Engine:
             resume.out = Replayed(key, len(conversation.messages), position, digested, turns)
         if continued is not None:
             self._repeats.moved_on(continued)
-        if scenario.steps[position.script_index].calls:  # a final answer ends its conversation: never a loop
+        if playing.calls:  # a final answer ends its conversation: never a loop
             repeats = self._repeats.count(client, history)
             if repeats > self.budget:
                 raise repeat_error(wire, scenario, self.budget, repeats)
         applied = None
         if scenario.plays_faults or self.faults.faults:  # the common case costs nothing: no attempt counted
-            applied = self._fault_for(wire, scenario, position.script_index, turns + 1, client, (method, path, body))
+            applied = self._fault_for(wire, scenario, playing, turns + 1, client, (method, path, body))
             plain_stream = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
             if applied is not None and (applied.fault.is_error or plain_stream):
                 raise fault_error(applied, wire.name, conversation.model, digest)
@@ -395,7 +403,7 @@ class Engine:
         self,
         wire: WireFormat,
         scenario: Scenario,
-        script_index: int,
+        step: Step,
         request: int,
         client: str,
         attempt: tuple[str, str, bytes],
@@ -403,7 +411,7 @@ class Engine:
         """The fault playing on this attempt of the conversation's `request`-th model request, if any.
         `attempt` is the request (method, path, body): a retry is the same request, and faults count
         attempts by its digest."""
-        own = scenario.faults_at(script_index)
+        own = scenario.faults_at(step)
         if not own and not self.faults.faults:
             return None  # no attempt is counted, no digest taken
         return self.faults.pick(wire.name, request, own, client, request_digest(*attempt))

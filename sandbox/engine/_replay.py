@@ -4,7 +4,8 @@ The history is the only state. Ids derive from (scenario, step, index), so the s
 what it sent at every earlier step and compare the echoed turn with it. The wire format has already
 enforced the provider's own ordering rules; what is left here are the mistakes a real provider
 accepts but that leave the model confused (a turn rebuilt without its calls, a duplicated or edited
-turn), each answered with a `sandbox:` error that says what to change.
+turn), each answered with a `sandbox:` error that says what to change. Where the request's content
+chooses the steps (`when`, `respond`), `_choose` picks each turn's step from the history before it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 from ..messages._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
 from ..wire import Conversation, ErrorResponse, ModelTurn, Rule, WireFormat
 from ..wire._reasoning import reasoning_tokens
+from ._choose import choose, finished
 from ._scenario import Scenario, Step, is_usable, render_text
+from ._structured import structured_echo, structured_parts
 
 __all__ = ["Position", "replay", "render_turn"]
 
@@ -34,6 +37,10 @@ class Position:
     played: int = 0
     """Calls of the step already played one per turn (`parallel_tool_calls: false`): the next turn
     plays the call after them."""
+    playing: Step | None = None
+    """The step the next turn plays: `steps[script_index]`, or what a `respond` function returned."""
+    visited: frozenset[int] = frozenset()
+    """In a scenario whose content chooses its steps, the script steps already played to their end."""
 
 
 def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
@@ -121,17 +128,25 @@ def render_turn(
     serial: bool = False,
 ) -> ModelTurn:
     """The turn at `position`. `serial`: one call of the step (the next one) rather than all of them."""
-    step = scenario.steps[position.script_index]
+    step = position.playing or scenario.steps[position.script_index]
     # A final answer makes no calls, and most scenarios do not reason: neither is asked for then.
-    calls, call_tokens = (
-        _sent_calls.rendered(wire, scenario, position.script_index, position.step) if step.calls else _NO_CALLS
-    )
+    calls, call_tokens = _NO_CALLS
+    if step.calls and scenario.respond is None:
+        calls, call_tokens = _sent_calls.rendered(wire, scenario, position.script_index, position.step)
+    elif step.calls:
+        calls = expected_calls(wire, scenario, step, position.step)
+        call_tokens = sum(8 + len(str(call.arguments)) // 4 for call in calls)
     if serial and len(calls) > 1:
         calls = calls[position.played : position.played + 1]
         call_tokens = sum(8 + len(str(call.arguments)) // 4 for call in calls)
     text = render_text(step.text, position.results, position.last) if step.text and not position.played else ""
     reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
     parts: list[Part] = [*reasoning, Text(text), *calls] if text else [*reasoning, *calls]
+    if step.output is not None:
+        parts = [*reasoning, *structured_parts(wire, scenario, step, position.step, conversation)]
+        calls = [part for part in parts if isinstance(part, ToolCall)]
+        call_tokens = sum(8 + len(str(call.arguments)) // 4 for call in calls)
+        text = "".join(part.text for part in parts if isinstance(part, Text))
     stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
     # docs/agents/scenarios.md, "Usage figures": 4 characters a token, thinking included in the output.
     thinking = reasoning_tokens(step.thought()) if reasoning else 0
@@ -167,7 +182,11 @@ def replay(
     next one (`Position.played`)."""
     messages = conversation.messages
     steps = scenario.steps
-    index, step_number, script_index = 0, 0, 0
+    selects = scenario.selects
+    index, step_number, script_index = 0, 0, -1 if selects else 0
+    visited: set[int] = set()
+    pending = selects  # the next step is chosen by the request as it stood before the next model turn
+    step = steps[0] if steps else None
     results: list[str] = []
     last_results: list[str] = []
     tolerated: list[str] = []
@@ -180,6 +199,7 @@ def replay(
             list(done.last),
             list(done.tolerated),
         )
+        visited, pending, step = set(done.visited), False, done.playing
     count = len(messages)
     final = count - 1  # the history's last model turn (the reasoning check's `last`)
     while final >= index and messages[final].role != "assistant":
@@ -190,9 +210,14 @@ def replay(
         if message.role != "assistant":
             index += 1
             continue
-        if script_index >= len(steps):
-            raise _finished(wire, scenario, conversation, index)
-        step = steps[script_index]
+        if pending:
+            script_index, step = choose(wire, scenario, conversation, index, script_index, visited, step_number)
+            pending = False
+        elif not selects:
+            if script_index >= len(steps):
+                raise finished(wire, scenario, conversation, index)
+            step = steps[script_index]
+        assert step is not None  # chosen, the script's, or a chosen step playing again (a repeat)
         # The provider's own reasoning rules come first: a real provider refuses before any model reads.
         reasoning = expected_reasoning(wire, scenario, step, step_number, conversation) if reasons else ()
         try:
@@ -202,8 +227,13 @@ def replay(
             if strict or not error.message.startswith("sandbox:"):
                 raise
             tolerated.append(f"reasoning-dropped {conversation.paths[index]}")
-        expected = _sent_calls(wire, scenario, script_index, step_number)
         echoed = message.tool_calls()
+        if step.output is not None:
+            expected: Sequence[ToolCall] = structured_echo(wire, scenario, step, step_number, echoed)
+        elif scenario.respond is None:
+            expected = _sent_calls(wire, scenario, script_index, step_number)
+        else:
+            expected = expected_calls(wire, scenario, step, step_number)
         if 0 < len(echoed) < len(expected):  # perhaps a parallel turn split over several messages
             group = _turn_group(wire, messages, index, expected)
             echoed = [call for member in group for call in messages[member].tool_calls()]
@@ -214,7 +244,9 @@ def replay(
             if part is not None:
                 sent = [call for member in part for call in messages[member].tool_calls()]
                 _answers(wire, conversation, part, sent, expected[: len(sent)])  # each answered, or its error
-                return Position(step_number, script_index, results, last_results, tolerated, len(sent))
+                return Position(
+                    step_number, script_index, results, last_results, tolerated, len(sent), step, frozenset(visited)
+                )
             if strict or not _same_tools(echoed, expected):
                 raise _mismatch(wire, scenario, conversation, index, step_number, echoed, expected)
             tolerated.append(_difference(wire, echoed, expected, conversation.paths[index]))
@@ -225,11 +257,20 @@ def replay(
         results += last_results
         step_number += 1
         if step.repeat == "once" or not _repeats(step, answers):
-            script_index += 1
+            if selects:
+                visited.add(script_index)
+                pending = True
+            else:
+                script_index += 1
         index = group[-1] + 1
-    if script_index >= len(steps):
-        raise _finished(wire, scenario, conversation, None)
-    return Position(step_number, script_index, results, last_results, tolerated)
+    if pending:
+        script_index, step = choose(wire, scenario, conversation, count, script_index, visited, step_number)
+    elif not selects:
+        if script_index >= len(steps):
+            raise finished(wire, scenario, conversation, None)
+        step = steps[script_index]
+    assert step is not None
+    return Position(step_number, script_index, results, last_results, tolerated, 0, step, frozenset(visited))
 
 
 def _same_tools(echoed: Sequence[ToolCall], expected: Sequence[ToolCall]) -> bool:
@@ -403,16 +444,3 @@ def _describe(wire: WireFormat, call: ToolCall) -> str:
     calls have none, and naming the sandbox's internal placeholder would point at nothing)."""
     args = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
     return f"{call.name}({args}) [id {call.id}]" if wire.has_call_ids else f"{call.name}({args})"
-
-
-def _finished(wire: WireFormat, scenario: Scenario, conversation: Conversation, index: int | None) -> ErrorResponse:
-    return wire.error(
-        400,
-        f"sandbox: scenario {scenario.name!r} is over: the model already gave its final answer (a turn "
-        "with no tool calls), and this request asks for more. Stop the loop when "
-        "resp.tool_calls() is empty; the stop reason is not a reliable end signal.",
-        rule=Rule.SCRIPT_FINISHED,
-        param=conversation.paths[index] if index is not None else None,
-        code="sandbox_script_finished",
-        message_index=index,
-    )

@@ -19,6 +19,13 @@ step's request first (see `sandbox.engine.faults`); a scenario's `faults` play o
 
 An answer's text may quote what the loop sent back: `{results}` is every result of the
 conversation so far, quoted and joined with "; "; `{last[0]}` is the first result of the last round.
+
+A step with `when` plays only for a request that meets it (see `sandbox.engine._when`); the steps
+after it without one follow it in script order, as its branch. After each played step, the next is
+the following step of the branch when there is one, otherwise the first branch not yet played whose
+`when` the request meets. A scenario may instead be a function, `respond`, that returns each turn.
+
+A step's `output` is a structured answer: the JSON the request's schema asks for (`_structured`).
 """
 
 from __future__ import annotations
@@ -26,13 +33,15 @@ from __future__ import annotations
 import functools
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
 from .._exceptions import ScenarioError
 from ..messages._types import StopReason, Tool
+from ..wire import Conversation
+from ._when import Condition, When, when_from_dict
 from .faults._spec import Fault, fault_from_dict
 
 __all__ = ["Call", "Scenario", "Step", "is_usable"]
@@ -82,8 +91,21 @@ class Step:
     """In a reasoning scenario, Anthropic also sends this turn a `redacted_thinking` block."""
     fault: Fault | None = None
     """A fault that answers this step's requests first (`times` attempts each), then the step does."""
+    when: Condition | None = None
+    """Play this step only for a request that meets it: a `When`, or a predicate of the conversation."""
+    output: Any = None
+    """A structured answer (a JSON object or value), for a request that asks for JSON by a schema."""
 
     def __post_init__(self) -> None:
+        if self.when is not None and not isinstance(self.when, When) and not callable(self.when):
+            raise ScenarioError(
+                f"Step(when={self.when!r}): give a sandbox.When(user=..., ...) or a function of the conversation "
+                "returning True or False."
+            )
+        if self.output is not None and (self.calls or self.text):
+            raise ScenarioError(
+                "Step(output=...) is a structured answer on its own: give its calls or text in another step."
+            )
         if self.fault is not None and (not isinstance(self.fault, Fault) or self.fault.request is not None):
             raise ScenarioError(
                 f"Step(fault={self.fault!r}): give a sandbox.Fault without request=; it plays on this step's "
@@ -111,7 +133,7 @@ class Scenario:
     """A named script: the tools the model may call and the turns it takes."""
 
     name: str
-    steps: Sequence[Step]
+    steps: Sequence[Step] = ()
     tools: Sequence[Tool] = ()
     description: str = ""
     prompt: str = ""
@@ -123,6 +145,10 @@ class Scenario:
     """Plays a reasoning model: each turn carries the provider's reasoning, which must travel back."""
     faults: Sequence[Fault] = ()
     """Faults for numbered requests of each conversation (`Fault(..., request=N)`)."""
+    respond: Callable[[Conversation], Step | str | None] | None = None
+    """Instead of steps: a function of the request's conversation (its messages before the turn asked
+    for, its tools) that returns the turn, a `Step` or its text; None when it has no answer. Called
+    again for every earlier turn of each request, so it must answer the same history the same way."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -144,14 +170,18 @@ class Scenario:
     def plays_faults(self) -> bool:
         """Whether a fault of its own may ever play (the scenario's, or a step's): the engine asks on
         every request, and nearly every scenario has none."""
-        return bool(self.faults) or any(step.fault is not None for step in self.steps)
+        return bool(self.faults) or self.respond is not None or any(step.fault is not None for step in self.steps)
 
-    def faults_at(self, script_index: int) -> tuple[Fault, ...]:
-        """The scenario's own faults that may play while step `script_index` answers."""
-        if not self.faults and self.steps[script_index].fault is None:
+    @functools.cached_property
+    def selects(self) -> bool:
+        """Whether the request's content chooses the steps (a `when`, or `respond`), not script order alone."""
+        return self.respond is not None or any(step.when is not None for step in self.steps)
+
+    def faults_at(self, step: Step) -> tuple[Fault, ...]:
+        """The scenario's own faults that may play while `step` answers."""
+        if not self.faults and step.fault is None:
             return ()
-        step = self.steps[script_index].fault
-        return (*((step,) if step is not None else ()), *self.faults)
+        return (*((step.fault,) if step.fault is not None else ()), *self.faults)
 
     def tool(self, name: str) -> Tool:
         for tool in self.tools:
@@ -163,8 +193,14 @@ class Scenario:
         where = f"Scenario {self.name!r}"
         if not _NAME.match(self.name):
             raise ScenarioError(f"{where}: name must match [a-zA-Z0-9_-]{{1,64}} (it is also the model name).")
+        if self.respond is not None:
+            if self.steps or not callable(self.respond):
+                raise ScenarioError(
+                    f"{where}: respond= takes a function of the conversation and replaces steps=; give one of them."
+                )
+            return
         if not self.steps:
-            raise ScenarioError(f"{where} has no steps: add at least one answer step.")
+            raise ScenarioError(f"{where} has no steps: add at least one answer step, or respond=a_function.")
         declared = {tool.name for tool in self.tools}
         for index, step in enumerate(self.steps):
             if step.repeat not in _REPEATS:
@@ -184,7 +220,7 @@ class Scenario:
                     "a fault for one step goes in that step's fault=."
                 )
         last = self.steps[-1]
-        if not last.is_answer and last.repeat != "forever":
+        if not self.selects and not last.is_answer and last.repeat != "forever":
             raise ScenarioError(
                 f"{where}: the last step must be an answer (no calls) or repeat forever, "
                 "so the script always knows what to say next."
@@ -263,7 +299,18 @@ def _tool(raw: Any, source: str) -> Tool:
 def _step(raw: Any, index: int, source: str) -> Step:
     if not isinstance(raw, Mapping):
         raise ScenarioError(f"{source}: [[steps]] entry {index} must be a table, got {raw!r}.")
-    unknown = set(raw) - {"text", "calls", "repeat", "stop", "stop_reasons", "reasoning", "redacted_thinking", "fault"}
+    unknown = set(raw) - {
+        "text",
+        "calls",
+        "repeat",
+        "stop",
+        "stop_reasons",
+        "reasoning",
+        "redacted_thinking",
+        "fault",
+        "when",
+        "output",
+    }
     if unknown:
         raise ScenarioError(f"{source}: step {index} has unknown keys {sorted(unknown)}.")
     where = f"{source}: step {index}"
@@ -288,6 +335,8 @@ def _step(raw: Any, index: int, source: str) -> Step:
         reasoning=_field(raw, "reasoning", str, "", where, "a string"),
         redacted_thinking=_flag(raw, "redacted_thinking", where),
         fault=fault_from_dict(raw["fault"], where=f"{where}: fault") if "fault" in raw else None,
+        when=when_from_dict(raw["when"], where) if "when" in raw else None,
+        output=raw.get("output"),
     )
 
 

@@ -42,14 +42,16 @@ def undeclared_answer(wire: WireFormat, scenario: Scenario, conversation: Conver
     function-calling guide makes a last call without tools; Anthropic refuses a history with
     tool blocks and no tools before this, in its wire rules). Refused (`check_tools`) when the
     script has no answer to give (`sandbox_missing_tool`)."""
-    missing = undeclared(scenario.steps[position.script_index], conversation)
+    assert position.playing is not None  # the replay names the step it stands at
+    missing = undeclared(position.playing, conversation)
     if not missing:
         return position
+    steps = scenario.steps
     answer = next(
-        (index for index in range(position.script_index, len(scenario.steps)) if not scenario.steps[index].calls),
+        (index for index in range(max(position.script_index, 0), len(steps)) if not steps[index].calls),
         None,
     )
-    if answer is None:
+    if answer is None or scenario.respond is not None:  # a function's turn has no later answer to give
         raise missing_tools(wire, scenario, missing)
     tolerated = [*position.tolerated, f"undeclared-tools {','.join(missing)}: answered with the script's text"]
-    return dataclasses.replace(position, script_index=answer, played=0, tolerated=tolerated)
+    return dataclasses.replace(position, script_index=answer, played=0, tolerated=tolerated, playing=steps[answer])

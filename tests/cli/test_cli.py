@@ -24,7 +24,7 @@ from sandbox.grading.judge._progress import Progress
 from tests.engine.kept.test_senders import _responses_continue
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["list", "check", "hint", "watch", "solution", "scenarios", "replay", "serve"]
+COMMANDS = ["list", "check", "hint", "watch", "solution", "scenarios", "replay", "serve", "record", "import"]
 
 
 @pytest.fixture
@@ -269,9 +269,15 @@ def test_serve_builds_the_engine_from_its_options(
     served: dict[str, Any] = {}
 
     def fake_serve(
-        engine: sandbox.Engine, *, host: str, port: int, cors_origins: Any, ready: Callable[[int], None]
+        engine: sandbox.Engine,
+        *,
+        host: str,
+        port: int,
+        cors_origins: Any,
+        forwarded_allow_ips: str | None,
+        ready: Callable[[int], None],
     ) -> None:
-        served.update(engine=engine, host=host, port=port, cors_origins=cors_origins)
+        served.update(engine=engine, host=host, port=port, cors_origins=cors_origins, forwarded=forwarded_allow_ips)
         ready(port)  # the port is bound: the banner follows
 
     monkeypatch.setattr(sandbox.cli._main, "serve", fake_serve)
@@ -279,6 +285,7 @@ def test_serve_builds_the_engine_from_its_options(
     assert (served["host"], served["port"], served["engine"].budget) == ("127.0.0.1", 9001, 7)
     assert served["engine"].pinned.name == "runaway"
     assert served["cors_origins"] == ("*",)  # any page may call it, as the real APIs allow
+    assert served["forwarded"] is None  # the sender is the connection: no header is believed
     out = capsys.readouterr().out
     assert out.startswith("Serving the sandbox at http://127.0.0.1:9001 (Ctrl-C to stop).")
     assert "Every request plays scenario 'runaway'." in out

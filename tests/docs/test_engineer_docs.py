@@ -1,7 +1,8 @@
 """The engineer's docs (docs/engineer/*.md): every Python example is a test module, and each passes.
 
-The examples run with name resolution and connecting refused (a conftest), so an example that would
-reach a real host fails here instead of sending anything."""
+The examples run with name resolution and connecting refused for every address but the loopback's (a
+conftest), so an example that would reach a real host fails here instead of sending anything, while
+one that serves the sandbox on 127.0.0.1 reaches it."""
 
 from __future__ import annotations
 
@@ -17,18 +18,35 @@ pytestmark = pytest.mark.slow
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "engineer"
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 NO_NETWORK = """
+import ipaddress
 import socket
 
 import pytest
 
 
+def loopback(host):
+    try:
+        return ipaddress.ip_address(host.decode() if isinstance(host, bytes) else host).is_loopback
+    except (ValueError, AttributeError):
+        return False
+
+
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("an example tried to reach the network")
+    resolve, connect = socket.getaddrinfo, socket.socket.connect
 
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    def guarded_resolve(host, *args, **kwargs):
+        if not loopback(host):
+            raise OSError("an example tried to reach the network")
+        return resolve(host, *args, **kwargs)
+
+    def guarded_connect(sock, address):
+        if not (isinstance(address, tuple) and loopback(address[0])):
+            raise OSError("an example tried to reach the network")
+        return connect(sock, address)
+
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_resolve)
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
 """
 EXAMPLES = [
     (page, index, code)

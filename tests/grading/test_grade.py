@@ -372,8 +372,9 @@ def test_a_program_its_user_cannot_reach_is_told_which_folder_and_what_to_do(
 
 
 def test_a_build_that_fails_fails_every_case_with_its_output(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(HERE / "programs")  # under bubblewrap, the build runs in the program's folder
     report = tmp_path / "results.json"
     build = f"{sys.executable} -c \"import sys; sys.exit('main.go:3:1: syntax error: unexpected }}')\""
     status, out = grade(capsys, "1", "--wire", "openai", "--report", str(report), "--build", build, "--", *LOOP)

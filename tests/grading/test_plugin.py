@@ -291,6 +291,22 @@ def test_unrelated_test_runs_are_untouched(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / "results.json").exists()
 
 
+def test_an_unrelated_run_loads_neither_the_grader_nor_the_engine(pytester: pytest.Pytester) -> None:
+    """An engineer's own test run pays only for the plugin's options and guard: the grading machinery,
+    the engine and the client load when a challenge or a mount needs them."""
+    pytester.makepyfile(
+        test_plain="""
+import sys
+
+def test_plain():
+    heavy = ("sandbox.engine", "sandbox.skyl", "sandbox.grading.judge._harness", "hypothesis")
+    assert not [name for name in sys.modules if name.startswith(heavy)]
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 def test_unrelated_runs_leave_the_short_spellings_to_the_project(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """

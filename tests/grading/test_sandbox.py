@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -49,14 +49,17 @@ TRICKS = {
 """Trick -> the challenge it is graded as (its module in tests/exploits/<trick>/<challenge>.py)."""
 FALLBACK_CANNOT_STOP = {"resolve_solutions"}
 """What only bubblewrap stops: docs/teach/security.md names each."""
-SANDBOX_TRICKS = {*TRICKS, "block_forever", "setsid_grandchild", "signal_zygote"}
+SANDBOX_TRICKS = {
+    *TRICKS, "block_forever", "setsid_grandchild", "signal_zygote", "keyring_carry", "tmp_carry", "reload_collector",
+    "build_escape",
+}  # fmt: skip
 POISON = "zz_sandbox_exploit_poison.pth"
 
 
 def _usable(mode: str) -> None:
     if mode == "process" and os.geteuid() != 0:
         pytest.skip("the fallback stops these tricks by its uid drop, which needs a grader running as root")
-    if mode == "auto" and not choose("auto").sandboxed:
+    if mode in ("auto", "strict") and not choose("auto").sandboxed:
         if os.environ.get("SANDBOX_REQUIRE_BWRAP") == "1":
             pytest.fail(f"SANDBOX_REQUIRE_BWRAP=1, but bubblewrap is not usable: {choose('auto').why}")
         pytest.skip(f"bubblewrap is not usable here: {choose('auto').why}")
@@ -91,11 +94,18 @@ def _digest(copy: Path) -> dict[str, str]:
     return found
 
 
-def _pytest(copy: Path, mode: str, *argv: str) -> subprocess.CompletedProcess[str]:
+def _pytest(copy: Path, mode: str, *argv: str, then: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """`pytest ARGV` in the copy; with `then`, a second session in the same process (`pytest.main` twice, as
+    a script grading one learner after another would), whose exit status the process exits with."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "COV_"))}
     env.update(HOME=str(copy.parent / "home"), PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
-    command = [sys.executable, "-m", "pytest", *argv, "-k", SELECTION, "--isolation", mode]
-    command += ["--challenge-timeout", "2", "-q", "-p", "no:cacheprovider", "--rootdir", str(copy)]
+    common = ["-k", SELECTION, "--isolation", mode, "--challenge-timeout", "2", "-q", "-p", "no:cacheprovider"]
+    common += ["--rootdir", str(copy)]
+    command = [sys.executable, "-m", "pytest", *argv, *common]
+    if then:
+        script = "import sys, pytest; pytest.main(sys.argv[1:%d]); sys.exit(pytest.main(sys.argv[%d:]))"
+        first, second = [*argv, *common], [*then, *common]
+        command = [sys.executable, "-c", script % (len(first) + 1, len(first) + 1), *first, *second]
     # Generous, and never reached by a grader that finishes by itself: a stopped one is killed here.
     return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=240, check=False)
 
@@ -249,3 +259,106 @@ def test_strict_isolation_refuses_to_grade_without_bubblewrap(tmp_path: Path) ->
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2
     assert "--isolation strict: bubblewrap is not usable here (`bwrap` is not installed)" in done.stderr + done.stdout
+
+
+def _learner(copy: Path, name: str, modules: dict[str, Path]) -> Path:
+    """A submission folder beside the copy: challenge name -> the module graded as it."""
+    folder = copy.parent / name
+    folder.mkdir()
+    for challenge, module in modules.items():
+        shutil.copyfile(module, folder / f"{challenge}.py")
+    os.chmod(folder, 0o755)
+    return folder
+
+
+def _earned_nothing(report: Path, done: subprocess.CompletedProcess[str]) -> None:
+    output = done.stdout[-3000:] + done.stderr[-1500:]
+    assert done.returncode == 1 and "INTERNALERROR" not in output, output
+    graded = _report(report)
+    tests = graded["tests"]
+    assert isinstance(tests, list) and tests, output
+    earned = [test["name"] for test in tests if test["score"] or test["status"] != "failed"]
+    assert not earned and graded["score"] == 0, f"earned {earned}:\n{output}"
+
+
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_a_keyring_left_by_one_learner_is_empty_for_the_next(mode: str, checkout: Path) -> None:
+    """Alice's run leaves skyl's collector in the kernel keyring of the user learner code runs as; Bob's
+    challenge 05, graded next, where the collector is taken away, finds nothing there."""
+    _usable(mode)
+    module = EXPLOITS / "keyring_carry" / "05_streaming.py"
+    alice = _learner(checkout, "alice", {"01_apply_tool_results": module})
+    bob = _learner(checkout, "bob", {"05_streaming": module})
+    _pytest(checkout, mode, "challenges/01_apply_tool_results", "--impl", str(alice))
+    report = checkout / "results.json"
+    _earned_nothing(
+        report, _pytest(checkout, mode, "challenges/05_streaming", "--impl", str(bob), "--report", str(report))
+    )
+
+
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_files_one_learner_left_are_gone_for_the_next_in_the_same_process(mode: str, checkout: Path) -> None:
+    """One process grades Alice, then Bob (`pytest.main` twice): what Alice's code wrote to /tmp (skyl's
+    collector) is not there for Bob's challenge 05, where the collector is taken away."""
+    _usable(mode)
+    module = EXPLOITS / "tmp_carry" / "05_streaming.py"
+    alice = _learner(checkout, "alice", {"01_apply_tool_results": module})
+    bob = _learner(checkout, "bob", {"05_streaming": module})
+    report = checkout / "results.json"
+    first = ["challenges/01_apply_tool_results", "--impl", str(alice), "--sandbox-lanes", "1"]
+    then = ["challenges/05_streaming", "--impl", str(bob), "--report", str(report), "--sandbox-lanes", "1"]
+    _earned_nothing(report, _pytest(checkout, mode, *first, then=then))
+
+
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_the_collector_taken_away_stays_away(mode: str, checkout: Path) -> None:
+    """Challenge 05 forbids skyl's collector: reloading its module, importing its file by path, reading
+    the file or its bytecode finds a stand-in that raises."""
+    _usable(mode)
+    impl = _learner(checkout, "impl", {"05_streaming": EXPLOITS / "reload_collector" / "05_streaming.py"})
+    report = checkout / "results.json"
+    done = _pytest(checkout, mode, "challenges/05_streaming", "--impl", str(impl), "--report", str(report))
+    _earned_nothing(report, done)
+
+
+def test_strict_isolation_refuses_to_grade_without_a_seccomp_filter(tmp_path: Path) -> None:
+    _usable("strict")
+    (tmp_path / "pyseccomp.py").write_text("raise ImportError('not here')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    code = "import sandbox.cli as c, sys; sys.exit(c.main(['grade', '6', '--isolation', 'strict', '--', 'x']))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    said = " ".join((done.stderr + done.stdout).split())
+    assert "--isolation strict: no seccomp filter can be built here: the `pyseccomp` package is not installed" in said
+    auto = code.replace("'strict'", "'auto'")  # said unasked: the filter is missing, which is not the default
+    done = subprocess.run([sys.executable, "-c", auto], env=env, capture_output=True, text=True, check=False)
+    assert "no seccomp filter: the `pyseccomp` package is not installed" in done.stdout, done.stdout[-2000:]
+
+
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_a_build_step_sees_and_writes_only_the_program_s_folder(mode: str, tmp_path: Path) -> None:
+    """`sandbox grade --build`: the build runs in the program's sandbox; what the submission's own build
+    step does (write outside its folder, copy a file of the checkout in) reaches nothing."""
+    _usable(mode)
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-exploit-"))
+    try:
+        submission, outside = scratch / "submission", scratch / "outside"
+        submission.mkdir()
+        outside.mkdir()
+        for folder in (scratch, submission, outside):
+            os.chmod(folder, 0o777)  # the build's user may write them: only the sandbox stops it
+        shutil.copyfile(EXPLOITS / "build_escape" / "build.sh", submission / "build.sh")
+        marker, secret = outside / "marker", ROOT / "solutions" / "01_apply_tool_results.py"
+        command = [sys.executable, "-m", "sandbox", "grade", "1", "--wire", "openai", "--isolation", mode]
+        command += ["--timeout", "5", "--build", f"sh build.sh {marker} {secret}", "--", "./loop"]
+        env = {**os.environ, "HOME": str(scratch), "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(command, cwd=submission, env=env, capture_output=True, text=True, timeout=240)
+        output = done.stdout[-3000:] + done.stderr[-1500:]
+        assert not marker.exists(), "the build wrote outside the program's folder"
+        stolen = submission / "stolen.txt"
+        assert not stolen.exists() or not stolen.read_text(), "the build read the grader's checkout"
+        assert "Building (in the program's sandbox" in output, output
+        if mode == "strict":  # not the default: the run's first line says where, as whom, and how capped
+            assert "own pids, users and network, seccomp filter" in output and "capped by rlimits (" in output
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -8,8 +8,10 @@ real API: a retry that arrives before the hint has passed gets the same error ag
 no attempt (`Applied.early`). The count forgets a request after `window` seconds of quiet, so
 re-running a suite against one `sandbox serve` plays its faults again.
 
-The sender is the adapter's caller key (thread and task in process), or for an HTTP adapter the client's
-address without its port: a client whose connection was cut retries on a new connection.
+The sender is the adapter's caller key (thread and task in process, told apart from another process's),
+or for an HTTP adapter the client's address without its port: a client whose connection was cut
+retries on a new connection. The counts live in the engine's store (`Records`, the engine's
+`kept.Store`): a retry that reaches another process sharing the store is counted as the retry it is.
 
 An adapter that knows when a request arrived says so (`arrived_at`): the hint is then judged on arrival,
 as the real API judges it, rather than after the sandbox has read and checked the request, which on a
@@ -18,20 +20,32 @@ busy machine can take longer than a hint of tens of milliseconds and let an imme
 
 from __future__ import annotations
 
+import json
 import re
-import threading
+import secrets
 import time
-from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from ..._exceptions import ScenarioError
 from ._spec import Fault
 from ._statuses import sends_hint
 
-__all__ = ["Applied", "FaultPlan", "arrived_at"]
+__all__ = ["Applied", "FaultPlan", "Records", "arrived_at"]
+
+T = TypeVar("T")
+_PROCESS = secrets.token_hex(6)
+"""Tells this process's in-process callers from another's of the same thread and task ids."""
+
+
+class Records(Protocol):
+    """Where attempt counts live: the engine's store (`kept.Store.record`), shared or not."""
+
+    def record(self, key: str, change: Callable[[bytes | None], tuple[bytes, T]], ttl: float) -> T: ...
+
 
 _ARRIVED: ContextVar[float | None] = ContextVar("sandbox_request_arrived", default=None)
 
@@ -64,7 +78,7 @@ class Applied:
 class FaultPlan:
     """The ad-hoc faults of a mount (`transport(faults=...)`) plus each scenario's own."""
 
-    def __init__(self, faults: Sequence[Fault] = (), *, budget: int, window: float = 30.0, size: int = 10_000) -> None:
+    def __init__(self, faults: Sequence[Fault], *, budget: int, records: Records, window: float = 30.0) -> None:
         for fault in faults:
             if not isinstance(fault, Fault):
                 raise ScenarioError(f"faults= takes sandbox.Fault objects or a spec string, got {fault!r}.")
@@ -73,9 +87,7 @@ class FaultPlan:
         for fault in self.faults:
             self.check_request(fault, where="faults=")
         self._window = window
-        self._size = size
-        self._seen: OrderedDict[str, tuple[int, float, _Hold | None]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._records = records
 
     def check_request(self, fault: Fault, *, where: str) -> None:
         """Refuse a request number that no conversation can reach within the budget."""
@@ -97,36 +109,29 @@ class FaultPlan:
         ]
         if not candidates:
             return None
-        key = f"{_sender(client)}\0{digest}"
-        now = time.monotonic()
+        key = f"fault:{_sender(client)}\0{digest}"
+        now = time.time()
         # A hint holds from when its error was made (the client sees it later still) to when the retry
         # arrived: a loop that waited the hint is never early, one that did not is judged at its word.
-        arrived = _ARRIVED.get() or now
-        with self._lock:
-            seen, last, held = self._seen.pop(key, (0, now, None))
+        moment = _ARRIVED.get()
+        arrived = now if moment is None else now - max(0.0, time.monotonic() - moment)
+
+        def change(value: bytes | None) -> tuple[bytes, Applied | None]:
+            # (attempts seen, when last, the candidate whose hint holds or -1, until when)
+            seen, last, held, until = json.loads(value) if value else (0, now, -1, 0.0)
             if seen and now - last > self._window:
-                seen, held = 0, None
-            if held is not None and arrived < held.until:
-                self._keep(key, (seen, now, held))
-                return Applied(held.fault, seen, early=True)
+                seen, held = 0, -1
+            if 0 <= held < len(candidates) and arrived < until:
+                return json.dumps([seen, now, held, until]).encode(), Applied(candidates[held], seen, early=True)
             seen += 1
             applied = _nth(candidates, seen)
             hint = (
                 applied.fault.retry_after if applied is not None and sends_hint(provider, applied.fault.kind) else 0.0
             )
-            self._keep(key, (seen, now, _Hold(applied.fault, now + hint) if applied and hint else None))
-            return applied
+            held = candidates.index(applied.fault) if applied is not None and hint else -1
+            return json.dumps([seen, now, held, now + hint]).encode(), applied
 
-    def _keep(self, key: str, value: tuple[int, float, _Hold | None]) -> None:
-        self._seen[key] = value
-        if len(self._seen) > self._size:
-            self._seen.popitem(last=False)
-
-
-@dataclass(frozen=True)
-class _Hold:
-    fault: Fault
-    until: float
+        return self._records.record(key, change, self._window)
 
 
 def _nth(candidates: list[Fault], attempt: int) -> Applied | None:
@@ -140,4 +145,4 @@ def _nth(candidates: list[Fault], attempt: int) -> Applied | None:
 
 def _sender(client: str) -> str:
     match = _HTTP_CLIENT.match(client)
-    return match["host"] if match else client
+    return match["host"] if match else f"{_PROCESS}/{client}"

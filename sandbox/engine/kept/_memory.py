@@ -13,10 +13,10 @@ import itertools
 import operator
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .._repeats import RepeatGuard, Repeats
-from ._store import ENTRY_OVERHEAD, REMEMBER_EVICTED, Claim, Entry, Store
+from ._store import ENTRY_OVERHEAD, REMEMBER_EVICTED, REMEMBER_RECORDS, Claim, Entry, Store, T
 
 __all__ = ["SNAPSHOT_SHARE", "MemoryStore"]
 
@@ -45,9 +45,19 @@ class MemoryStore(Store):
         """Entries removed since the store was made (evicted, deleted or replaced)."""
         self._evictions = 0
         self._lock = threading.Lock()
+        self._records: OrderedDict[str, bytes] = OrderedDict()
+        self._records_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def record(self, key: str, change: Callable[[bytes | None], tuple[bytes, T]], ttl: float) -> T:
+        with self._records_lock:
+            value, said = change(self._records.pop(key, None))
+            self._records[key] = value
+            if len(self._records) > REMEMBER_RECORDS:
+                self._records.popitem(last=False)
+            return said
 
     def numbers(self) -> Iterator[int]:
         return itertools.count(1)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..._exceptions import UsageError
 from .._repeats import REPEAT_WINDOW, Repeats
-from ._store import ENTRY_OVERHEAD, HOLD_SECONDS, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
+from ._store import ENTRY_OVERHEAD, HOLD_SECONDS, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable, T
 
 __all__ = ["RedisStore"]
 
@@ -215,6 +215,26 @@ class RedisStore(Store):
                 f"sandbox: the kept-state store {self.url} did not answer ({type(exc).__name__}: {exc}). "
                 "Retry the request; if it goes on, start the Redis server or check the address in `--store`."
             ) from None
+
+    def record(self, key: str, change: Callable[[bytes | None], tuple[bytes, T]], ttl: float) -> T:
+        name = PREFIX + "r:" + key
+
+        said: list[T] = []
+
+        def attempt(pipe: Any) -> None:  # run again by redis-py if another client changed `name` meanwhile
+            value, outcome = change(pipe.get(name))
+            said[:] = [outcome]
+            pipe.multi()
+            pipe.set(name, value, px=max(1, int(ttl * 1000)))
+
+        try:
+            self._redis.transaction(attempt, name)
+        except self._errors as exc:
+            raise StoreUnavailable(
+                f"sandbox: the kept-state store {self.url} did not answer ({type(exc).__name__}: {exc}). "
+                "Retry the request; if it goes on, start the Redis server or check the address in `--store`."
+            ) from None
+        return said[0]
 
     # -- the repeat guard's view (`_repeats.Repeats`) ----------------------------------------------
 

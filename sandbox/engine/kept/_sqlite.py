@@ -15,13 +15,13 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..._exceptions import UsageError
 from .._repeats import REPEAT_WINDOW, Repeats
-from ._store import ENTRY_OVERHEAD, HOLD_SECONDS, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable
+from ._store import ENTRY_OVERHEAD, HOLD_SECONDS, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable, T
 
 __all__ = ["SQLiteStore"]
 
@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS seen (
 );
 CREATE INDEX IF NOT EXISTS seen_last ON seen (last);
 CREATE TABLE IF NOT EXISTS moved (history INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS records (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS records_expires ON records (expires);
 CREATE INDEX IF NOT EXISTS moved_mark ON moved (mark);
 """
 REMEMBER_MOVED = 10_000
@@ -109,6 +111,15 @@ class SQLiteStore(Store):
             db.execute("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?, ?)", (sender, history, count, now, moved))
             db.execute("DELETE FROM seen WHERE last < ?", (now - REPEAT_WINDOW,))
             return count
+
+    def record(self, key: str, change: Callable[[bytes | None], tuple[bytes, T]], ttl: float) -> T:
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute("SELECT value FROM records WHERE key = ? AND expires > ?", (key, now)).fetchone()
+            value, said = change(row[0] if row is not None else None)
+            db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?)", (key, value, now + ttl))
+            db.execute("DELETE FROM records WHERE expires <= ?", (now,))
+            return said
 
     # -- kept state ---------------------------------------------------------------------------------
 

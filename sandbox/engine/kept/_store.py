@@ -22,6 +22,7 @@ import abc
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .._repeats import Repeats
 
@@ -38,6 +39,9 @@ ENTRY_OVERHEAD = 240
 """Bytes an entry costs beyond its fragments: the entry object, its dict slot and its id."""
 REMEMBER_EVICTED = 10_000
 """Evicted ids remembered, so a client that comes back is told why its state is gone."""
+REMEMBER_RECORDS = 10_000
+"""Records (`Store.record`) the memory backend keeps, the latest changed."""
+T = TypeVar("T")
 HOLD_SECONDS = 60.0
 """A shared store's hold on a thread turn (`Store.claim`, `once`) lasts at most this long: a process
 killed while answering the continuation never releases it, and the turn must not stay held forever."""
@@ -130,6 +134,13 @@ class Store(abc.ABC):
     def numbers(self) -> Iterator[int]:
         """Numbers for the engine's answers (their ids derive from them), never the same twice among all
         the engines that share the store, a restart included."""
+
+    @abc.abstractmethod
+    def record(self, key: str, change: Callable[[bytes | None], tuple[bytes, T]], ttl: float) -> T:
+        """Replace the small record `key` with what `change` makes of it (given None when there is
+        none), atomically among all the engines that share the store, and return what `change` said
+        besides. A record is kept `ttl` seconds after its last change (the memory backend keeps the
+        latest `REMEMBER_RECORDS` instead). `change` may run more than once: it must only compute."""
 
     @abc.abstractmethod
     def repeats(self) -> Repeats:

@@ -23,11 +23,14 @@ _NUMBERS = itertools.count()
 class Implementations:
     """A worker process per implementation file, loaded on first use and kept between tests; a worker
     that died or hung is replaced by the next test that needs one. Import errors are remembered: the
-    file is not imported again this session."""
+    file is not imported again this session. The zygote, and the sandbox it runs in, serve one
+    session: `close` ends them."""
 
     def __init__(self, isolation: Isolation | None = None) -> None:
         self.isolation = isolation or Isolation(False)
         self._zygote: Zygote | None = None
+        self._without_collector: Zygote | None = None
+        """Under bubblewrap, the zygote of the challenges that take skyl's collector away: its sandbox lacks it."""
         self._endpoint: Endpoint | None = None
         self._workers: dict[Path, WorkerProcess] = {}
         self._failed: dict[Path, ImplementationError] = {}
@@ -54,7 +57,8 @@ class Implementations:
     def get(self, path: Path, shown_as: str, seconds: float, *, take_away: bool = False) -> WorkerProcess:
         """The live worker for `path`, importing it (within `seconds`) in a fresh one when needed.
 
-        `take_away`: skyl's stream collector is off limits in that worker from before the import on."""
+        `take_away`: skyl's stream collector is off limits in that worker from before the import on; under
+        bubblewrap the worker's sandbox lacks it (`collector_hidden`)."""
         if path in self._failed:
             raise self._failed[path]
         worker = self._workers.get(path)
@@ -62,12 +66,17 @@ class Implementations:
             return worker
         self.start()
         assert self._zygote is not None
+        zygote = self._zygote
+        if take_away and self.isolation.sandboxed:
+            if self._without_collector is None or not self._without_collector.alive:
+                self._without_collector = Zygote(self.isolation, beside=self._zygote)
+            zygote = self._without_collector
         try:
             source = _source(path, shown_as, self.isolation)  # read here: a sandboxed worker does not see the file
         except ImplementationError as unreadable:
             self._failed[path] = unreadable
             raise
-        worker = WorkerProcess(self._zygote)
+        worker = WorkerProcess(zygote)
         try:
             load = {"op": "load", "path": str(path), "shown_as": shown_as, "source": source, "take_away": take_away}
             reply = worker.request(load, seconds)
@@ -100,8 +109,13 @@ class Implementations:
         """Kill every worker and whatever they started; stop serving."""
         for path in list(self._workers):
             self.discard(path)
+        if self._without_collector is not None:  # first: it uses the other's sockets folder
+            self._without_collector.close()
+            self._without_collector = None
         if self._zygote is not None:
-            self._zygote.sweep()
+            # Its sandbox served this session's learner: the next session (another learner's, perhaps, in
+            # this same process) gets a fresh one, with nothing this one's code left in /tmp or elsewhere.
+            self._zygote.close()
             self._zygote = None
         if self.isolation.uid is not None and not self.isolation.sandboxed:
             sweep_children(self.isolation.uid)

@@ -4,32 +4,38 @@ Under bubblewrap (`bwrap`, the engine behind Flatpak) the learner's processes ge
 their own, read-only, holding only what grading needs (the Python runtime and its site-packages, the
 installed `sandbox` package, a socket to the grader's endpoint, a private `/tmp`), a pid namespace of
 their own (the grader, the report's writer, other submissions' processes are not there to signal or
-trace), no network (a namespace whose only way out is the endpoint's socket), and they die with the
-grader. When the grader runs as root they also run as an unprivileged user (`nobody`, or
-`--grade-as USER`), under bubblewrap and in the fallback alike.
+trace), no network (a namespace whose only way out is the endpoint's socket), a user namespace of
+their own and a seccomp filter (`_confine`), and they die with the grader. When the grader runs as
+root they also run as an unprivileged user (`nobody`, or `--grade-as USER`), under bubblewrap and in
+the fallback alike. Each worker and each program takes the caps of `_limits` as resource limits.
 
-`--isolation strict` refuses to grade without bubblewrap, `process` never uses it, `auto` (the default)
-uses it when this machine allows.
+`--isolation strict` refuses to grade without bubblewrap and its filter, `process` never uses it,
+`auto` (the default) uses it when this machine allows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import pwd
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["INSIDE", "MODES", "Isolation", "IsolationError", "choose", "in_runtime"]
+from ._confine import caps_notice, seccomp_filter, user_namespace
+from ._output import CPU_LIMIT
+
+__all__ = ["INSIDE", "MODES", "Isolation", "IsolationError", "choose", "collector_hidden", "in_runtime"]
 
 INSIDE = "/run/sandbox-grading"
 """Where the grader's own files appear in a sandbox: the package (`INSIDE/sandbox`), the endpoint's
 sockets (`INSIDE/sockets`)."""
 MODES = ("auto", "strict", "process")
+_NOBODY = 65534
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC = (
     "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
@@ -54,18 +60,25 @@ class Isolation:
     user: str = ""
     why: str = ""
     """Why bubblewrap is not used, when it is not."""
+    unfiltered: str = ""
+    """Why no seccomp filter applies under bubblewrap ("" when one does)."""
     binds: tuple[str, ...] = field(default=(), compare=False)
 
     def notice(self) -> str:
-        """The one line a run starts with."""
+        """The one line a run starts with: where learner code runs, as whom, under which caps."""
         who = f", as user {self.user}" if self.user else ""
+        caps = caps_notice(CPU_LIMIT, processes=self.sandboxed or self.uid is not None)
         if self.sandboxed:
-            return f"sandbox: learner code runs under bubblewrap (read-only files, own pids, no network){who}."
+            walls = "read-only files, own pids, users and network, seccomp filter"
+            if self.unfiltered:
+                walls = f"read-only files, own pids, users and network, no seccomp filter: {self.unfiltered}"
+            return f"sandbox: learner code runs under bubblewrap ({walls}){who}; {caps}."
         return (
             f"sandbox: learner code runs in plain processes{who}, not in bubblewrap ({self.why}); "
-            "see the README's instructor's guide for what that cannot stop."
+            f"{caps}; see the README's instructor's guide for what that cannot stop."
         )
 
+    @contextlib.contextmanager
     def bwrap(
         self,
         command: Sequence[str],
@@ -73,24 +86,41 @@ class Isolation:
         ro: Iterable[tuple[str, str]] = (),
         rw: Iterable[tuple[str, str]] = (),
         chdir: str = "/tmp",
-    ) -> list[str]:
-        """`command` inside a fresh sandbox: `ro` and `rw` are (path outside, path inside) pairs."""
+    ) -> Iterator[tuple[list[str], list[int]]]:
+        """`command` inside a fresh sandbox: `ro` and `rw` are (path outside, path inside) pairs. Yields
+        the argv and the descriptors to pass to it (its user namespace, its filter), open until the
+        block ends: start the process inside the block. Raises `OSError` when the namespace cannot be made."""
         binds = [*((src, dst, "--ro-bind") for src, dst in _runtime()), *((s, d, "--ro-bind") for s, d in ro)]
         binds += [(src, dst, "--bind") for src, dst in rw]
         argv = [_bwrap() or "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net"]
         argv += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--as-pid-1"]
-        if os.geteuid() != 0:
-            argv.append("--unshare-user")
         # The private /tmp first, so that a bind below it (a submission in a temporary folder) shows.
-        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        mounts = ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
         for directory in _ancestors(dst for _, dst, _ in binds):
-            argv += ["--perms", "0755", "--dir", directory]
+            mounts += ["--perms", "0755", "--dir", directory]
         for src, dst, how in binds:
             if how == "--ro-bind" and src == dst and os.path.islink(src) and src.count("/") == 1:
-                argv += ["--symlink", os.readlink(src), dst]  # /lib -> usr/lib on a merged /usr
+                mounts += ["--symlink", os.readlink(src), dst]  # /lib -> usr/lib on a merged /usr
             else:
-                argv += [how, src, dst]
-        return [*argv, "--chdir", chdir, "--", *command]
+                mounts += [how, src, dst]
+        fds: list[int] = []
+        with contextlib.ExitStack() as opened:
+            if os.geteuid() != 0:
+                argv += ["--unshare-user"]
+            else:  # see `_confine`: bubblewrap's own --unshare-user would map the sandbox to root
+                namespace = user_namespace(self.uid or _NOBODY, self.gid or _NOBODY)
+                opened.callback(os.close, namespace)
+                fds.append(namespace)
+                argv += ["--userns", str(namespace), "--uid", "0", "--gid", "0"]
+            rules = seccomp_filter()
+            if isinstance(rules, bytes):
+                read, write = os.pipe()
+                opened.callback(os.close, read)
+                with os.fdopen(write, "wb") as pipe:  # a filter of a few hundred bytes: the pipe holds it
+                    pipe.write(rules)
+                fds.append(read)
+                argv += ["--seccomp", str(read)]
+            yield [*argv, *mounts, "--chdir", chdir, "--", *command], fds
 
 
 def choose(mode: str, grade_as: str | None = None) -> Isolation:
@@ -124,7 +154,53 @@ def choose(mode: str, grade_as: str | None = None) -> Isolation:
             f"--isolation strict: bubblewrap is not usable here ({problem}). Install it (Debian and Ubuntu: "
             "`apt-get install bubblewrap`) where user namespaces are allowed, or grade with --isolation auto."
         )
-    return Isolation(not problem, uid, gid, user, why=problem)
+    rules = seccomp_filter()
+    unfiltered = rules if isinstance(rules, str) and not problem else ""
+    if unfiltered and mode == "strict":
+        raise IsolationError(
+            f"--isolation strict: no seccomp filter can be built here: {unfiltered}. Install it, or grade with "
+            "--isolation auto."
+        )
+    return Isolation(not problem, uid, gid, user, why=problem, unfiltered=unfiltered)
+
+
+_STAND_IN = '''"""skyl's stream collector is off limits in this challenge: the grader's sandbox holds this file
+in its place."""
+
+
+class StreamCollector:
+    def __init__(self, *args, **kwargs):
+        from sandbox.grading.learner._worker import _OffLimitsCollector
+
+        _OffLimitsCollector()
+
+
+def collect_stream(stream):
+    StreamCollector()
+
+
+async def acollect_stream(stream):
+    StreamCollector()
+'''
+
+
+def collector_hidden(package: Path, folder: Path) -> list[tuple[str, str]]:
+    """Read-only binds that take skyl's stream collector out of a sandbox's view of `package` (at
+    `INSIDE/sandbox`, and at its own path when the runtime holds it), for the challenges that forbid it:
+    a stand-in that raises in place of `skyl/_collect.py`, and an empty file over each compiled copy of
+    it. Reloading the module, importing it by path or reading the file (or its bytecode) then finds the
+    stand-in. Writes both to `folder`."""
+    stand_in, empty = folder / "_collect.py", folder / "empty"
+    stand_in.write_text(_STAND_IN, encoding="utf-8")
+    empty.write_bytes(b"")
+    for made in (stand_in, empty):
+        made.chmod(0o644)
+    compiled = sorted(path.name for path in (package / "skyl" / "__pycache__").glob("_collect.*.pyc"))
+    binds = []
+    for inside in [f"{INSIDE}/sandbox", *([str(package)] if in_runtime(package) else [])]:
+        binds.append((str(stand_in), f"{inside}/skyl/_collect.py"))
+        binds += [(str(empty), f"{inside}/skyl/__pycache__/{name}") for name in compiled]
+    return binds
 
 
 def in_runtime(path: Path) -> bool:
@@ -144,9 +220,9 @@ def _unusable() -> str:
     found = _bwrap()
     if found is None:
         return "`bwrap` is not installed"
-    probe = Isolation(True).bwrap([sys.executable, "-I", "-S", "-c", "pass"])
     try:
-        done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+        with Isolation(True).bwrap([sys.executable, "-I", "-S", "-c", "pass"]) as (probe, fds):
+            done = subprocess.run(probe, pass_fds=fds, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"`bwrap` did not run: {error}"
     if done.returncode != 0:

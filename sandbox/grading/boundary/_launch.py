@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import socket
 import sys
@@ -28,6 +29,8 @@ import time
 import warnings  # noqa: F401 - os.execvp needs it, and after the user changes it may not be readable
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PROCESSES = 512
+"""As `_confine.PROCESS_LIMIT` (this script imports nothing of the package)."""
 
 
 def main(argv: list[str]) -> None:
@@ -61,7 +64,8 @@ def _become(command: list[str], uid: str, gid: str, ready: int) -> None:
     """In the child: a session of its own, the unprivileged user, then the program."""
     try:
         os.setsid()
-        if uid != "-":
+        if uid != "-":  # a user of the learner's alone: cap its processes (a fork bomb stops there)
+            resource.setrlimit(resource.RLIMIT_NPROC, (_PROCESSES, _PROCESSES))
             os.setgroups([])
             os.setgid(int(gid))
             os.setuid(int(uid))

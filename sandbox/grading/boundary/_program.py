@@ -9,6 +9,7 @@ memory for only that much.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import select
@@ -110,36 +111,62 @@ def run_program(
     cwd: str | None = None,
     isolation: Isolation | None = None,
     relay: Relay | None = None,
+    building: Sequence[str] | None = None,
 ) -> ProgramRun:
     """Run `command` with `env` and no stdin, through the launcher (`_launch`): killed with everything
     it started after `seconds`, or once it ends. Under bubblewrap (`isolation.sandboxed`, with `relay`)
-    it sees only the runtime and the folders of the files its command names."""
+    it sees only the runtime and the folders of the files its command names.
+
+    `building`: `command` is the build of that program, run in the program's sandbox (without the
+    endpoint), with the folders the program's command names writable (its output need not exist yet)
+    and a private `/tmp` as its home and caches."""
     isolation = isolation or Isolation(False)
     if os.name != "posix":  # pragma: no cover - Windows: the program alone, in a process group of its own
-        return _run(list(command), env, seconds, cwd, None)
-    status_read, status_write = os.pipe()
+        return _run(list(command), env, seconds, cwd, [])
+    sandbox: contextlib.AbstractContextManager[tuple[list[str], list[int]]]
     who = [str(isolation.uid), str(isolation.gid)] if isolation.uid is not None else ["-", "-"]
     env = {**env, "PATH": os.pathsep.join(_absolute(env.get("PATH", os.defpath)))}
-    if isolation.sandboxed and relay is not None:
+    status_read, status_write = os.pipe()
+    if isolation.sandboxed and (relay is not None or building is not None):
+        here = str(Path(cwd or os.getcwd()).resolve())
         try:
-            command, binds = _bound(command, cwd)
+            if building is not None:
+                ro: list[tuple[str, str]] = []
+                _, rw = _bound(building, cwd, made=True)
+                if not any(here == inner for _, inner in rw):
+                    raise ImplementationError(
+                        "The build runs in the program's sandbox, which holds only the program's folder: run "
+                        f"`sandbox grade` from the folder the program is in (here: {here})."
+                    )
+            else:
+                command, ro = _bound(command, cwd)
+                rw = []
         except ImplementationError as refused:
+            os.close(status_read)
+            os.close(status_write)
             return ProgramRun(None, "", "", not_started=str(refused))
         inside = f"{INSIDE}/launch.py"
-        socket = f"{INSIDE}/sockets/{relay.name}"
-        launch = [sys.executable, "-I", "-S", inside, str(status_write), f"{seconds:g}", *who, str(relay.port), socket]
-        here = str(Path(cwd or os.getcwd()).resolve())
-        argv = isolation.bwrap(
+        door = [str(relay.port), f"{INSIDE}/sockets/{relay.name}"] if relay is not None else ["-", "-"]
+        launch = [sys.executable, "-I", "-S", inside, str(status_write), f"{seconds:g}", *who, *door]
+        sockets = [(str(relay.folder), f"{INSIDE}/sockets")] if relay is not None else []
+        sandbox = isolation.bwrap(
             [*launch, "--", *command],
-            ro=[(str(_LAUNCHER), inside), (str(relay.folder), f"{INSIDE}/sockets"), *binds],
-            chdir=here if any(here == inner for _, inner in binds) else "/tmp",
+            ro=[(str(_LAUNCHER), inside), *sockets, *ro],
+            rw=rw,
+            chdir=here if any(here == inner for _, inner in [*ro, *rw]) else "/tmp",
         )
-        env = {**env, "HOME": "/tmp", "TMPDIR": "/tmp"}
+        env = {**(_inside(env) if building is not None else env), "HOME": "/tmp", "TMPDIR": "/tmp"}
+        if building is not None:
+            env["XDG_CACHE_HOME"] = "/tmp/.cache"
     else:
         launch = [sys.executable, "-I", "-S", str(_LAUNCHER), str(status_write), f"{seconds:g}", *who, "-", "-"]
-        argv = [*launch, "--", *command]
+        sandbox = contextlib.nullcontext(([*launch, "--", *command], []))
     try:
-        run = _run(argv, env, seconds + _GRACE, cwd, status_write)
+        with sandbox as (argv, fds):
+            run = _run(argv, env, seconds + _GRACE, cwd, [status_write, *fds])
+    except OSError as error:
+        os.close(status_read)
+        return ProgramRun(None, "", "", not_started=f"the sandbox could not be made: {error}")
     finally:
         os.close(status_write)
     with os.fdopen(status_read, "rb") as status:
@@ -164,7 +191,7 @@ def program_refusal(command: Sequence[str], cwd: str | None) -> str:
     return ""
 
 
-def _bound(command: Sequence[str], cwd: str | None) -> tuple[list[str], list[tuple[str, str]]]:
+def _bound(command: Sequence[str], cwd: str | None, *, made: bool = False) -> tuple[list[str], list[tuple[str, str]]]:
     """The command with its paths made absolute, and the folders to bind read-only: the one of each
     file (or folder) the command names. Not the working directory as such: run from a checkout, that
     would show the solutions and everyone's submissions.
@@ -172,17 +199,19 @@ def _bound(command: Sequence[str], cwd: str | None) -> tuple[list[str], list[tup
     A bare command word (`node`, `python3`) is a runtime found on `PATH`, never a file of the folder
     the program runs in; a file of the runtime is in every sandbox already. Any other file the command
     names is reached without a link, from the folder the grader runs in (or from `/` for an absolute
-    path): a link would bind what it points to. Raises `ImplementationError` for a link, FIFO or device."""
+    path): a link would bind what it points to. `made`: a file a build is to make counts too, by its
+    folder. Raises `ImplementationError` for a link, FIFO or device."""
     here = Path(cwd or os.getcwd()).resolve()
     words, folders = [], set()
     for position, word in enumerate(command):
         path = Path(os.path.normpath(here / word))
         bare = position == 0 and os.sep not in word
-        if not word or word.startswith("-") or bare or not os.path.lexists(path) or in_runtime(path):
+        there = os.path.lexists(path) or (made and os.path.isdir(path.parent) and not os.path.islink(path.parent))
+        if not word or word.startswith("-") or bare or not there or in_runtime(path):
             words.append(word)
             continue
         start = here if path.is_relative_to(here) and not os.path.isabs(word) else Path(path.anchor)
-        for step in [path, *path.parents]:
+        for step in [path, *path.parents] if os.path.lexists(path) else path.parents:
             if step == start:
                 break
             check_regular(step, word if step == path else f"{step} (on the way to {word})")
@@ -191,12 +220,19 @@ def _bound(command: Sequence[str], cwd: str | None) -> tuple[list[str], list[tup
     return words, [(folder, folder) for folder in sorted(folders)]
 
 
+def _inside(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without what names a folder the sandbox does not have (a cache, `GOPATH`): the program would
+    find nothing there, or fail to make it."""
+    kept = {name: value for name, value in env.items() if not value.startswith(os.sep) or in_runtime(Path(value))}
+    return {**kept, "PATH": env["PATH"]}
+
+
 def _absolute(path: str) -> list[str]:
     """The entries of `PATH` that do not depend on the working directory (the submission's folder)."""
     return [entry for entry in path.split(os.pathsep) if os.path.isabs(entry)]
 
 
-def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | None, keep: int | None) -> ProgramRun:
+def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | None, keep: list[int]) -> ProgramRun:
     started = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -207,7 +243,7 @@ def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | Non
             env=dict(env),
             cwd=cwd,
             start_new_session=os.name == "posix",
-            pass_fds=[keep] if keep is not None else [],
+            pass_fds=keep,
         )
     except OSError as error:
         return ProgramRun(None, "", "", not_started=f"{error.strerror or error} ({argv[0]})")

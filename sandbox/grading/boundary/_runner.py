@@ -20,13 +20,15 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sandbox
 
-from ._isolation import INSIDE, Isolation
+from ._confine import MEMORY_LIMIT, PROCESS_LIMIT
+from ._isolation import INSIDE, Isolation, collector_hidden
 from ._output import CPU_LIMIT, OUTPUT_LIMIT, Capture, describe_exit, show_output
 from ._protocol import BrokenFrame, FrameBuffer, encode, send
 
@@ -45,9 +47,6 @@ __all__ = [
     "show_output",
 ]
 
-MEMORY_LIMIT = 1 << 30
-"""Bytes of address space a worker may map: a learner's runaway allocation fails there with
-MemoryError, long before the machine runs short."""
 _STARTUP = 60.0
 _KEEP = (
     "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "TZ",
@@ -83,8 +82,12 @@ def _environment() -> dict[str, str]:
 class Zygote:
     """The process that forks workers (see `learner._zygote`). Start it early: it imports skyl once for all."""
 
-    def __init__(self, isolation: Isolation | None = None, *, reading: bool = True) -> None:
-        """`reading=False`: a spare for a forked grader (`spare_zygote`), which reads its messages itself."""
+    def __init__(
+        self, isolation: Isolation | None = None, *, reading: bool = True, beside: Zygote | None = None
+    ) -> None:
+        """`reading=False`: a spare for a forked grader (`spare_zygote`), which reads its messages itself.
+        `beside`: under bubblewrap, a zygote for the challenges that take skyl's collector away, whose
+        sandbox lacks it (`collector_hidden`), sharing the endpoint sockets of `beside`."""
         self.isolation = isolation or Isolation(False)
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):  # pragma: no cover - Windows
             raise WorkerError(
@@ -94,9 +97,9 @@ class Zygote:
         # Cleaned up by whichever of two graders gets there last, for a spare (`spare_zygote`).
         self._home = tempfile.TemporaryDirectory(prefix="sandbox-grading-", ignore_cleanup_errors=True)
         home = Path(self._home.name)
-        self.sockets = home / "sockets"
+        self.sockets: Path = beside.sockets if beside is not None else home / "sockets"
         """Where endpoints put the Unix sockets a sandboxed worker reaches them by (`INSIDE/sockets`)."""
-        self.sockets.mkdir()
+        self.sockets.mkdir(exist_ok=True)
         for folder in (home, self.sockets):
             folder.chmod(0o755)  # for the unprivileged user learner code runs as, when the grader is root
         package = Path(sandbox.__file__).resolve().parent
@@ -105,26 +108,34 @@ class Zygote:
         if self.isolation.sandboxed:
             # The only thing on the workers' path: the package, not the folder around it (solutions/, tests/).
             path, ro = INSIDE, [(str(package), f"{INSIDE}/sandbox"), (str(self.sockets), f"{INSIDE}/sockets")]
+            if beside is not None:
+                ro += collector_hidden(package, home)
         else:
             path, ro = str(home), []
             (home / "sandbox").symlink_to(package, target_is_directory=True)
         code = f"import sys; sys.path.insert(0, {path!r}); from sandbox.grading.learner._zygote import main; main()"
         command = [sys.executable, "-I", "-u", "-c", code, str(theirs.fileno()), *who]
         self._errors = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(
-            self.isolation.bwrap(command, ro=ro) if self.isolation.sandboxed else command,
-            pass_fds=[theirs.fileno()],
-            cwd=home,
-            env=_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self._errors,
-            start_new_session=True,  # Ctrl-C stops pytest, which then closes the zygote in order
-        )
-        theirs.close()
+        inside: AbstractContextManager[tuple[list[str], list[int]]]
+        inside = self.isolation.bwrap(command, ro=ro) if self.isolation.sandboxed else nullcontext((command, []))
+        try:
+            with inside as (argv, fds):
+                self._process = subprocess.Popen(
+                    argv,
+                    pass_fds=[theirs.fileno(), *fds],
+                    cwd=home,
+                    env=_environment(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=self._errors,
+                    start_new_session=True,  # Ctrl-C stops pytest, which then closes the zygote in order
+                )
+        except OSError as exc:
+            raise WorkerError(f"the grader could not start its worker process: {exc}") from None
+        finally:
+            theirs.close()
         self._control = mine
         self._ready = threading.Event()
-        self._swept = threading.Event()
         self._ended = threading.Event()
         self._spawned: queue.Queue[int] = queue.Queue()
         self._statuses: dict[int, int] = {}
@@ -145,8 +156,6 @@ class Zygote:
                 for message in buffer.feed(data):
                     if message["op"] == "ready":
                         self._ready.set()
-                    elif message["op"] == "swept":
-                        self._swept.set()
                     elif message["op"] == "spawned":
                         self._spawned.put(int(message["pid"]))
                     elif message["op"] == "exited":
@@ -168,7 +177,9 @@ class Zygote:
             mine, theirs = socket.socketpair()
             out_read, out_write = os.pipe()
             err_read, err_write = os.pipe()
-            limits = {"memory": MEMORY_LIMIT, "cpu": CPU_LIMIT}
+            # A process cap counts every process of the user: only where that user is the learner's alone.
+            alone = self.isolation.sandboxed or self.isolation.uid is not None
+            limits = {"memory": MEMORY_LIMIT, "cpu": CPU_LIMIT, "processes": PROCESS_LIMIT if alone else None}
             try:
                 with self._sending:
                     socket.send_fds(
@@ -217,18 +228,6 @@ class Zygote:
                 send(self._control, {"op": "kill", "pid": pid})
         except OSError:
             pass
-
-    def sweep(self) -> None:
-        """Kill every worker and everything they started; the zygote stays, for the next session."""
-        with self._lock:
-            self._swept.clear()
-            try:
-                with self._sending:
-                    send(self._control, {"op": "sweep"})
-            except OSError:
-                return
-            if not self._swept.wait(30):  # pragma: no cover - a zygote stuck in its sweep
-                self.close()
 
     def close(self) -> None:
         """Kill every worker and everything they started, then the zygote."""

@@ -15,9 +15,9 @@ _SHARED: list[Zygote] = []
 
 
 def shared_zygote(isolation: Isolation | None = None) -> Zygote:
-    """The zygote of this process, started on first use: pytest sessions run in one process (pytester,
-    `pytest.main`) share it while they ask for the same isolation, and each sweeps up after itself. It
-    ends with the process."""
+    """The zygote of this process, started on first use, for one pytest session: the session's
+    `Implementations.close` ends it, so the next session in this process (pytester, `pytest.main`: another
+    learner, perhaps) gets a fresh sandbox. One that no learner code ran in yet is kept."""
     isolation = isolation or Isolation(False)
     if _SHARED and (not _SHARED[0].alive or _SHARED[0].isolation != isolation):
         _SHARED.pop().close()

@@ -15,7 +15,6 @@ Learner code never runs here: `Implementations` runs it in workers.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +27,14 @@ from ..boundary._zygotes import close_shared_zygote, forget_shared_zygote
 from ._challenge import Challenge, Deadlines
 from ._feedback import NOT_STARTED_MARK, NotStarted
 from ._integrity import Snapshot, preload
-from ._meta import HINTS_FILE, load_challenges
+from ._meta import HINTS_FILE, ChallengeRef, load_challenges
 from ._report import ResultsFile
 from ._state import State, digest
 from ._summary import FAILED, NOT_STARTED, PASSED, Tally, challenge_lines
 
-__all__ = ["CAPTURE_LIMIT", "Harness", "ChallengeRef"]
+__all__ = ["CAPTURE_LIMIT", "Harness"]
 PACKAGE = Path(__file__).resolve().parent.parent.parent
 """The sandbox package: what the integrity check keeps, with the challenges folders."""
-
-
-@dataclass(frozen=True)
-class ChallengeRef:
-    """The challenge a test grades: its name, and the folder its `exercise.py` sits in."""
-
-    name: str
-    folder: Path
 
 
 class Harness:

@@ -5,9 +5,8 @@ process had run every test.
 Why: a grading test is a ping-pong (the grader waits for the learner's code, which waits for the
 sandbox's answer), so one lane used one core. Two lanes (the default) use both cores of a 2-core
 machine; `--sandbox-lanes 3` adds one more than the cores, to fill the core a lane leaves while a
-challenge waits on the provider's retry hints (10), at the cost of a third zygote (measured about
-even on two cores: bench/RESULTS.md). A single challenge (`sandbox check N`, `sandbox watch`) stays
-in one lane.
+challenge waits on the provider's retry hints (10), at the cost of a third zygote. A single
+challenge (`sandbox check N`, `sandbox watch`) stays in one lane.
 
 Who grades what: each challenge is graded whole in one lane, in order, by the same code, with its own
 worker, deadlines and hypothesis examples, so its verdicts are those of a one-lane run. This lane

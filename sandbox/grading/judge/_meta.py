@@ -24,6 +24,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 __all__ = [
     "HINTS_FILE",
     "ChallengeInfo",
+    "ChallengeRef",
     "challenge_folder",
     "find_root",
     "load_challenges",
@@ -33,6 +34,14 @@ __all__ = [
 HINTS_FILE = "hints.toml"
 ROOT_NAME = "challenges"
 _FOLDER = re.compile(r"^(\d{2})_[A-Za-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class ChallengeRef:
+    """The challenge a test grades: its name, and the folder its `exercise.py` sits in."""
+
+    name: str
+    folder: Path
 
 
 @dataclass(frozen=True)

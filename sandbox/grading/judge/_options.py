@@ -11,7 +11,8 @@ pytest run knows; the short ones above exist only in a run that grades challenge
 unrelated project's pytest keeps its own `--report` and friends.
 
 May touch: pytest's option parser, nothing else. Read back by `sandbox.pytest_plugin` (which
-registers them) and the session's `Harness`; the room's options are `sandbox.grading.judge._room_reporter`'s.
+registers them), the session's `Harness` and the room's reporter. It imports nothing heavy: every pytest
+run loads it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from typing import Any
 import pytest
 
 from ..boundary._isolation import MODES
-from ._room_reporter import add_options as room_options
 
-__all__ = ["DEFAULT_RUN_DEADLINE", "DEFAULT_TIMEOUT", "add_options"]
+__all__ = ["DEFAULT_RUN_DEADLINE", "DEFAULT_TIMEOUT", "ROOM_ENV", "ROOM_NAME_ENV", "add_options"]
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_RUN_DEADLINE = 900.0
+ROOM_ENV = "SANDBOX_ROOM"
+ROOM_NAME_ENV = "SANDBOX_ROOM_NAME"
 
 
 def add_options(parser: pytest.Parser, *, short: bool = False) -> None:
@@ -55,7 +57,22 @@ def add_options(parser: pytest.Parser, *, short: bool = False) -> None:
         default=None,
         help="write challenge results to PATH in Gradescope's results.json format, updated after every test.",
     )
-    room_options(group, add)
+    add(
+        group,
+        ("--room", "--sandbox-room"),
+        dest="sandbox_room",
+        metavar="URL",
+        default=None,
+        help=f"post each run's results to a workshop room (the URL `sandbox room` printed; or ${ROOM_ENV}).",
+    )
+    add(
+        group,
+        ("--name", "--sandbox-room-name"),
+        dest="sandbox_room_name",
+        metavar="NAME",
+        default=None,
+        help=f"your name in the room (or ${ROOM_NAME_ENV}).",
+    )
     add(
         group,
         ("--sandbox-cli-report",),

@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 
+from ._options import ROOM_ENV, ROOM_NAME_ENV
+
 __all__ = ["ROOM_ENV", "ROOM_NAME_ENV", "RoomLink", "cache_path", "room_url"]
 
-ROOM_ENV = "SANDBOX_ROOM"
-ROOM_NAME_ENV = "SANDBOX_ROOM_NAME"
 TIMEOUT = 2.0
 
 

@@ -23,27 +23,7 @@ from ._feedback import NOT_STARTED_MARK
 from ._room_graded import scrub
 from ._room_link import ROOM_ENV, ROOM_NAME_ENV, RoomLink
 
-__all__ = ["RoomReporter", "add_options", "reporter_for"]
-
-
-def add_options(group: Any, add: Any) -> None:
-    """`add(group, names, **attrs)` is the sandbox plugin's option helper (it skips taken spellings)."""
-    add(
-        group,
-        ("--room", "--sandbox-room"),
-        dest="sandbox_room",
-        metavar="URL",
-        default=None,
-        help=f"post each run's results to a workshop room (the URL `sandbox room` printed; or ${ROOM_ENV}).",
-    )
-    add(
-        group,
-        ("--name", "--sandbox-room-name"),
-        dest="sandbox_room_name",
-        metavar="NAME",
-        default=None,
-        help=f"your name in the room (or ${ROOM_NAME_ENV}).",
-    )
+__all__ = ["RoomReporter", "reporter_for"]
 
 
 def reporter_for(config: pytest.Config, challenge_of: Mapping[str, str]) -> RoomReporter | None:

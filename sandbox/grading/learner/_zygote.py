@@ -111,9 +111,6 @@ def _obey(
             send(control, {"op": "spawned", "pid": pid})
         elif message["op"] == "kill" and message.get("pid") in workers:
             _kill_group(int(message["pid"]))
-        elif message["op"] == "sweep":
-            _sweep(workers)
-            send(control, {"op": "swept"})
         elif message["op"] == "shutdown":
             _sweep(workers)
             send(control, {"op": "bye"})
@@ -221,11 +218,12 @@ def _fork(fds: list[int], message: dict[str, Any], inherited: list[int], user: t
         os._exit(code)
 
 
-def _limit(limits: dict[str, int]) -> None:
-    """Caps the learner cannot raise: soft and hard limits alike."""
-    for name, value in (("RLIMIT_AS", limits["memory"]), ("RLIMIT_CPU", limits["cpu"]), ("RLIMIT_CORE", 0)):
+def _limit(limits: dict[str, int | None]) -> None:
+    """Caps the learner cannot raise: soft and hard limits alike (a cap of None is not set)."""
+    caps = [("RLIMIT_AS", limits["memory"]), ("RLIMIT_CPU", limits["cpu"]), ("RLIMIT_CORE", 0)]
+    for name, value in [*caps, ("RLIMIT_NPROC", limits.get("processes"))]:
         which = getattr(resource, name, None)
-        if which is None:  # pragma: no cover - a platform without this limit
+        if which is None or value is None:  # pragma: no cover - a platform without this limit
             continue
         try:
             resource.setrlimit(which, (value, value))

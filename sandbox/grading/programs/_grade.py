@@ -165,8 +165,9 @@ def grade(
     _use_hypothesis_home(str(_hypothesis_cache() or hypothesis_home.name))
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
-        echo(f"Building (outside the sandbox, with the grader's own rights, in {cwd or os.getcwd()}): {build}")
-    broken = (_build(build, cwd) if build else None) or program_refusal(command, cwd) or None
+        where = "in the program's sandbox" if isolation.sandboxed else "outside any sandbox, with the grader's rights"
+        echo(f"Building ({where}, in {cwd or os.getcwd()}): {build}")
+    broken = (_build(build, cwd, command, isolation) if build else None) or program_refusal(command, cwd) or None
     if built is not None:
         built()
     outcomes: dict[str, tuple[str, str]] = {}
@@ -350,19 +351,28 @@ def _judge(session: Session, item: Planned, scenario: Scenario) -> None:
         talk.expect_concurrent()
 
 
-def _build(build: str, cwd: str | None) -> str | None:
+def _build(build: str, cwd: str | None, command: Sequence[str], isolation: Isolation) -> str | None:
     """Run the build line once, with the shell (`cd loop && go build -o ../loop-bin .`: Go 1.19 has no
     `go build -C`); its failure, as every case's feedback, or None.
 
-    It runs as the grader, outside the sandbox (a compiler needs its caches and the submission's folder
-    writable): the README says to build only what one would run oneself, or in a container of its own."""
+    Under bubblewrap it runs in the program's sandbox, as the program's user, with the folders the
+    program's command names writable and a fresh `/tmp` for its home and caches; elsewhere, as the
+    grader, in the grader's own environment (the README says to build only what one would run oneself,
+    or in a container of its own)."""
     shell = ["cmd", "/c", build] if os.name == "nt" else ["/bin/sh", "-c", build]
-    run: ProgramRun = run_program(shell, dict(os.environ), BUILD_SECONDS, cwd=cwd)
+    inside = isolation if isolation.sandboxed else None
+    run: ProgramRun = run_program(shell, dict(os.environ), BUILD_SECONDS, cwd=cwd, isolation=inside, building=command)
     if run.returncode == 0 and not run.timed_out:
         return None
     why = run.not_started or ("it did not finish" if run.timed_out else run.exit_description)
     output = escaped(run.stderr + run.stdout).rstrip() or "(no output)"
-    return f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
+    said = f"The program did not build ({why}), so no case could run. `{build}` said:\n{output}"
+    if isolation.sandboxed and isolation.user and "ermission denied" in output:
+        said += (
+            f"\nThe build runs as user {isolation.user}: let it write the program's folder "
+            f"(`chown -R {isolation.user}` it), or grade with --grade-as USER."
+        )
+    return said
 
 
 def _unspoken(session: Session, planned: Sequence[Planned]) -> str:

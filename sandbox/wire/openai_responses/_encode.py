@@ -157,7 +157,7 @@ def _response_object(
         "service_tier": "default",
         "store": _echo(raw, "store", True),
         "temperature": _echo(raw, "temperature", 1.0),
-        "text": {"format": {"type": "text"}},
+        "text": _text_settings(raw.get("text")),
         "tool_choice": _echo(raw, "tool_choice", "auto"),
         "tools": _echo_tools(conversation),
         "top_p": 1.0,
@@ -166,6 +166,14 @@ def _response_object(
         "user": None,
         "metadata": {},
     }
+
+
+def _text_settings(asked: Any) -> dict[str, Any]:
+    """The response's `text`: the request's format as sent (a `json_schema` with its name and schema,
+    as the answer to openai's `responses.parse(text_format=...)` carries it), plain text otherwise."""
+    if isinstance(asked, Mapping) and isinstance(asked.get("format"), Mapping):
+        return {"format": dict(asked["format"])}
+    return {"format": {"type": "text"}}
 
 
 def _conversation_field(named: Any) -> dict[str, Any]:

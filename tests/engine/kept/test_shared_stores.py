@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,24 @@ def test_a_sqlite_store_held_too_long_by_another_process_answers_503(tmp_path: P
     message = json.loads(exchange.body)["error"]["message"]
     assert message.startswith(f"sandbox: the kept-state store {tmp_path / 'kept.db'} did not answer")
     assert "retry the request" in message
+
+
+def test_a_retry_after_a_fault_is_counted_by_another_engine_sharing_the_store(shared_store: str) -> None:
+    """Two server processes behind one address: a client's first attempt gets its scripted 429 from
+    one; its retry, on a new connection, reaches the other, which answers it as the retry it is."""
+    one, other = (sandbox.Engine(store=shared_store, faults="rate_limit@1:retry_after=0.01") for _ in range(2))
+    body = json.dumps(ASK).encode()
+    assert one.handle("POST", "/v1/responses", body, client="192.0.2.7:40001").status == 429
+    time.sleep(0.02)  # the retry hint, honoured
+    retried = other.handle("POST", "/v1/responses", body, client="192.0.2.7:40002")
+    assert retried.status == 200, retried.body
+    assert other.handle("POST", "/v1/responses", body, client="198.51.100.9:40003").status == 429  # another client
+
+
+def test_a_retry_before_the_hint_is_refused_by_another_engine_sharing_the_store(shared_store: str) -> None:
+    one, other = (sandbox.Engine(store=shared_store, faults="rate_limit@1:retry_after=5") for _ in range(2))
+    body = json.dumps(ASK).encode()
+    assert one.handle("POST", "/v1/responses", body, client="192.0.2.7:40001").status == 429
+    early = other.handle("POST", "/v1/responses", body, client="192.0.2.7:40002")
+    assert early.status == 429
+    assert early.error is not None and getattr(early.error, "early", False), "the hint had not passed"

@@ -1,0 +1,84 @@
+"""`sandbox serve --workers N`: the sandbox in N processes on one listening socket, under uvicorn's
+own process manager (`uvicorn.supervisors.Multiprocess`).
+
+The parent binds the socket, starts the workers, and does nothing else: it restarts a worker that
+dies (its in-flight answers are lost, the others go on), and on SIGTERM or SIGINT it asks each worker
+to shut down as one `sandbox serve` does (stop accepting, give what is in flight its grace) and waits
+for them all. Each worker builds its own engine with `make_engine`, so the engines must share a store
+(`--store`): what one worker keeps, any other may be asked to continue.
+
+May touch: the listening socket, its worker processes (started, signalled and waited for by pid),
+and through each worker's engine the store it names.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+
+from uvicorn.supervisors import Multiprocess
+
+from ..engine._engine import Engine
+from ._asgi import BODY_TIMEOUT, SandboxApp
+from ._serve import (
+    GRACE,
+    KEEP_ALIVE,
+    WRITE_TIMEOUT,
+    ASGIApp,
+    SendTimeout,
+    listen,
+    quiet_logs,
+    raise_open_file_limit,
+    server_config,
+    signals_end_the_server,
+)
+
+__all__ = ["serve_workers"]
+
+
+def serve_workers(
+    make_engine: Callable[[], Engine],
+    *,
+    workers: int,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    log_level: str = "warning",
+    body_timeout: float = BODY_TIMEOUT,
+    write_timeout: float = WRITE_TIMEOUT,
+    keep_alive: float = KEEP_ALIVE,
+    grace: float = GRACE,
+    cors_origins: Iterable[str] = ("*",),
+    forwarded_allow_ips: str | None = None,
+    ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve the sandbox in `workers` processes until SIGTERM or SIGINT, as `serve` does in one.
+    `make_engine` is called once in each worker: it must pickle (a `functools.partial` of `Engine`
+    does), and the engines it makes must name one shared store."""
+    sock = listen(host, port)
+    try:
+        if ready is not None:
+            ready(sock.getsockname()[1])
+        factory = functools.partial(_worker_app, make_engine, body_timeout, tuple(cors_origins), write_timeout)
+        config = server_config(
+            factory,
+            log_level=log_level,
+            keep_alive=keep_alive,
+            grace=grace,
+            forwarded_allow_ips=forwarded_allow_ips,
+            workers=workers,
+        )
+        quiet_logs()
+        with signals_end_the_server():
+            Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+
+
+def _worker_app(
+    make_engine: Callable[[], Engine], body_timeout: float, cors_origins: tuple[str, ...], write_timeout: float
+) -> ASGIApp:
+    """One worker's app, built in the worker (uvicorn calls it as the app factory)."""
+    raise_open_file_limit()
+    quiet_logs()
+    app = SandboxApp(make_engine(), body_timeout=body_timeout, cors_origins=cors_origins)
+    return SendTimeout(app, write_timeout)
