@@ -10,8 +10,9 @@ baseline measured in the same run, so the table means the same on a laptop and o
 Timing: the baseline and the subject run in alternating rounds, and each keeps its best round, so
 noise from other processes hits both and the ratio compares the code, not the moment. The rows live
 beside this file by what they measure: `_rows_client` (in one process), `_rows_serve` (the server),
-`_rows_grading` (grading and a learner's wait), `_rows_memory` (memory, limits, kept state) and
-`_rows_replay` (a recorded scenario against one written by hand); what
+`_rows_grading` (grading and a learner's wait), `_rows_programs` (`sandbox grade` and `watch` of a Go
+program), `_rows_memory` (memory, limits, kept state) and `_rows_replay` (a recorded scenario against
+one written by hand); what
 they share, and the table, is `_table`.
 """
 
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from _rows_client import row_inproc, row_loop, row_sdk  # noqa: E402
 from _rows_grading import row_challenges, row_learner, row_sandbox  # noqa: E402
 from _rows_memory import memory_child, row_kept, row_limits, row_memory, row_stores  # noqa: E402
+from _rows_programs import row_programs  # noqa: E402
 from _rows_replay import row_replay  # noqa: E402
 from _rows_scale import row_site, row_workers  # noqa: E402
 from _rows_serve import row_serve, row_stalls  # noqa: E402
@@ -42,6 +44,7 @@ ROWS = (
     "challenges",
     "sandbox",
     "learner",
+    "programs",
     "memory",
     "limits",
     "kept",
@@ -74,9 +77,9 @@ def main() -> int:
     started = time.perf_counter()
     rows: list[Row] = []
     builders = {"inproc": row_inproc, "loop": row_loop, "sdk": row_sdk, "serve": row_serve, "stalls": row_stalls,
-                "challenges": row_challenges, "sandbox": row_sandbox, "learner": row_learner, "memory": row_memory,
-                "limits": row_limits, "kept": row_kept, "stores": row_stores, "startup": row_startup,
-                "replay": row_replay, "workers": row_workers, "site": row_site}  # fmt: skip
+                "challenges": row_challenges, "sandbox": row_sandbox, "learner": row_learner, "programs": row_programs,
+                "memory": row_memory, "limits": row_limits, "kept": row_kept, "stores": row_stores,
+                "startup": row_startup, "replay": row_replay, "workers": row_workers, "site": row_site}  # fmt: skip
     for name in ROWS:
         if name in chosen:
             print(f"... {name}", file=sys.stderr, flush=True)

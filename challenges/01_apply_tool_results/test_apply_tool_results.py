@@ -52,6 +52,17 @@ def test_a_call_without_a_result_gets_an_error_result(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_empty_output_is_a_result_like_any_other(challenge: Challenge, provider: str) -> None:
+    """search_docs(query='refund policy') returned "": the tool ran, and its result is the empty text."""
+    apply_tool_results = challenge.function("apply_tool_results")
+    talk = challenge.dialogue("runaway_empty", provider)
+    resp = talk.first_response()
+    results = {call.id: talk.output(call) for call in resp.tool_calls()}
+    outcome = talk.call(apply_tool_results, talk.request, resp, results)
+    talk.expect_applied(outcome)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_results_for_ids_never_called_are_left_out(challenge: Challenge, provider: str) -> None:
     apply_tool_results = challenge.function("apply_tool_results")
     talk = challenge.dialogue("parallel_calls", provider)

@@ -17,7 +17,8 @@ def _write_your_own(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize(
-    "scenario", ["plain_text", "single_call", "parallel_calls", "no_arguments", "stop_reason_mismatch"]
+    "scenario",
+    ["plain_text", "single_call", "parallel_calls", "no_arguments", "json_arguments", "stop_reason_mismatch"],
 )
 def test_collect_stream_rebuilds_the_turn(challenge: Challenge, scenario: str, provider: str) -> None:
     collect_stream = challenge.function("collect_stream")
@@ -28,7 +29,7 @@ def test_collect_stream_rebuilds_the_turn(challenge: Challenge, scenario: str, p
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("scenario", ["single_call", "parallel_calls", "no_arguments", "multi_step"])
+@pytest.mark.parametrize("scenario", ["single_call", "parallel_calls", "no_arguments", "json_arguments", "multi_step"])
 def test_complete_streams_every_turn(challenge: Challenge, scenario: str, provider: str) -> None:
     complete = challenge.function("complete")
     talk = challenge.dialogue(scenario, provider)

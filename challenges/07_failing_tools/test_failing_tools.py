@@ -29,6 +29,26 @@ def test_a_tool_that_raises_becomes_an_error_result(challenge: Challenge, provid
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("raises", ["ValueError", "ConnectionError"])
+def test_whatever_a_tool_raises_becomes_an_error_result(challenge: Challenge, raises: str, provider: str) -> None:
+    """Tools fail in their own ways: any exception a tool raises is the model's to read."""
+    complete = challenge.function("complete")
+    failing = {"get_weather(city='Pariss')": "weather service: no such city 'Pariss'"}
+    talk = challenge.dialogue("tool_error_recovery", provider, failing=failing, raises=raises)
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_answer(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_failing_call_without_arguments_becomes_an_error_result(challenge: Challenge, provider: str) -> None:
+    """get_time() takes no arguments, and fails."""
+    complete = challenge.function("complete")
+    talk = challenge.dialogue("no_arguments", provider, failing={"get_time()": "clock service unavailable"})
+    outcome = talk.call(complete, talk.client, talk.request, talk.run)
+    talk.expect_answer(outcome, bound=5)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_unknown_tool_becomes_an_error_result(challenge: Challenge, provider: str) -> None:
     complete = challenge.function("complete")
     talk = challenge.dialogue("parallel_calls", provider, unknown_tools={"get_time"})

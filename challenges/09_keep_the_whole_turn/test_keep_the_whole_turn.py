@@ -26,8 +26,13 @@ def thinking(talk: Dialogue) -> Dialogue:
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize(
     ("stream", "scenario"),
-    [(False, "multi_step_reasoning"), (True, "multi_step_reasoning"), (True, "parallel_calls_reasoning")],
-    ids=["complete-multi_step_reasoning", "stream-multi_step_reasoning", "stream-parallel_calls_reasoning"],
+    [
+        (False, "multi_step_reasoning"),
+        (True, "multi_step_reasoning"),
+        (True, "parallel_calls_reasoning"),
+        (True, "single_call_reasoning"),
+    ],
+    ids=lambda value: {False: "complete", True: "stream"}.get(value, value),
 )
 def test_complete_keeps_the_whole_turn(challenge: Challenge, stream: bool, scenario: str, provider: str) -> None:
     complete = challenge.function("complete")
@@ -39,9 +44,11 @@ def test_complete_keeps_the_whole_turn(challenge: Challenge, stream: bool, scena
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_collect_stream_keeps_the_reasoning(challenge: Challenge, provider: str) -> None:
+@pytest.mark.parametrize("scenario", ["multi_step_reasoning", "single_call_reasoning"])
+def test_collect_stream_keeps_the_reasoning(challenge: Challenge, scenario: str, provider: str) -> None:
+    """The first turn: reasoning and a call, then reasoning, text and a call."""
     collect_stream = challenge.function("collect_stream")
-    talk = thinking(challenge.dialogue("multi_step_reasoning", provider))
+    talk = thinking(challenge.dialogue(scenario, provider))
     stream = talk.stream_for()
     outcome = talk.call(collect_stream, stream)
     talk.expect_rebuilt(outcome, stream)

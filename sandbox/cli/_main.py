@@ -11,6 +11,7 @@ sandbox serve                the sandbox over HTTP, for SDKs, curl, or a room
 sandbox room                 the sandbox with a workshop room: a live page of every learner's progress
 sandbox init go DIR          a Go module with the lesson's loop and the skyl client, from an empty folder
 sandbox grade [N] -- CMD     grade a program in any language (Go, JavaScript, ...) on the challenges
+sandbox watch [N] -- CMD     build (--build) and grade it again on every save of its source
 sandbox record --upstream U  a recording proxy: a real provider's traffic becomes a scenario
 sandbox import CASSETTE...   vcrpy / pytest-recording cassettes become scenarios
 """
@@ -40,6 +41,7 @@ from ..engine import _catalogue
 from ..engine._engine import DEFAULT_BUDGET, ECHO_MODES, Engine
 from ..engine._scenario import Scenario
 from ..engine.kept import DEFAULT_MAX_KEPT
+from ..grading.judge._language import translate
 from ..grading.judge._meta import ChallengeInfo, find_root, load_challenges, select
 from ..grading.judge._progress import Progress
 from ..grading.judge._state import State
@@ -47,7 +49,7 @@ from ..grading.judge._transcript import describe_call, describe_message, quote
 from ..wire import PROVIDERS
 from . import _record as record
 from . import _room as room
-from ._programs import add_commands
+from ._programs import add_commands, add_program_options, watch_program
 
 __all__ = ["main"]
 
@@ -63,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     words = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
-    if words[:1] == ["grade"] and "--" in words:  # everything after `--` is the program to grade
+    if words[:1] in (["grade"], ["watch"]) and "--" in words:  # everything after `--` is the program to grade
         split = words.index("--")
         words, command = words[:split], words[split + 1 :]
     try:
@@ -125,12 +127,25 @@ def _parser() -> argparse.ArgumentParser:
     room.add_join_options(check)
     hint = command("hint", "Show the next hint for challenge N (one more each time).", _hint, [where])
     hint.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
-    watch = command(
-        "watch", "Re-grade on every save: the first unfinished challenge, one failure at a time.", _watch, [where]
+    hint.add_argument(
+        "--lang",
+        choices=("python", "go", "js"),
+        default="python",
+        help="the hints for your language: python (the exercises, default), or go or js (a program "
+        "graded with sandbox grade)",
     )
+    watch = command(
+        "watch",
+        "Re-grade on every save: the first unfinished challenge, one failure at a time; with -- COMMAND, a "
+        "program, built again (--build) and graded on challenge N (or each in order up to the first failing).",
+        _watch,
+        [where],
+    )
+    watch.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop (default: all)")
     watch.add_argument(
         "--interval", type=float, default=0.2, metavar="S", help="seconds between looks for a save (default 0.2)"
     )
+    add_program_options(watch)
     room.add_join_options(watch)
     solution = command("solution", "Show the reference solution of challenge N, once N passes.", _solution, [where])
     solution.add_argument("number", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop")
@@ -214,30 +229,36 @@ def _check(args: argparse.Namespace) -> int:
 def _hint(args: argparse.Namespace) -> int:
     root, challenges = _challenges(args)
     info = _pick(challenges, args.number)
-    if not info.hints:
+    hints = info.hints_for(args.lang)
+    if not hints:
         raise CommandError(f"{info.name} has no hints in {root / 'hints.toml'}.")
     state = State(root)
-    shown = min(state.hints.get(info.name, 0) + 1, len(info.hints))
+    shown = min(state.hints.get(info.name, 0) + 1, len(hints))
     state.hints[info.name] = shown
     state.save()
     print(f"{info.name}: {info.title}")
-    print(_wrap("Rule: ", info.rule))
-    for number, text in enumerate(info.hints[:shown], 1):
+    print(_wrap("Rule: ", translate(info.rule, args.lang)))
+    for number, text in enumerate(hints[:shown], 1):
         print()
-        print(_wrap(f"Hint {number}/{len(info.hints)}: ", text))
+        print(_wrap(f"Hint {number}/{len(hints)}: ", text))
     print()
-    if shown < len(info.hints):
-        print(f"Run `sandbox hint {info.number}` again for the next hint.")
+    if shown < len(hints):
+        again = f"sandbox hint {info.number}" + (f" --lang {args.lang}" if args.lang != "python" else "")
+        print(f"Run `{again}` again for the next hint.")
     else:
         print(f"That was the last hint. Read {info.folder / 'README.md'} again, and the transcript in the failure.")
     return 0
 
 
 def _watch(args: argparse.Namespace) -> int:
+    if args.program:
+        return watch_program(args)
     if args.interval <= 0:
         raise CommandError(f"--interval {args.interval}: use a number of seconds above 0.")
     room.join_from(args)
     root, challenges = _challenges(args)
+    if args.number:
+        challenges = [_pick(challenges, args.number)]
     print(f"Watching {root}: save a file to grade it again. Ctrl-C to stop.", flush=True)
     try:
         Progress(root, challenges).watch(args.interval, lambda text: print(text, flush=True), clear=sys.stdout.isatty())

@@ -9,9 +9,13 @@ workshop room the verdicts are posted to.
 from __future__ import annotations
 
 import argparse
+import functools
+import shlex
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .._exceptions import SandboxError
 from ..grading.judge._language import LANGUAGES, detect_language
@@ -21,7 +25,7 @@ from ..wire import PROVIDERS
 from . import _room as room
 from ._scaffold import ScaffoldError, init_go
 
-__all__ = ["GRADE_TIMEOUT", "CommandLineError", "add_commands"]
+__all__ = ["GRADE_TIMEOUT", "CommandLineError", "add_commands", "add_program_options", "watch_program"]
 
 GRADE_TIMEOUT = 10.0
 
@@ -44,44 +48,49 @@ def add_commands(command: Command, where: argparse.ArgumentParser) -> None:
         [where],
     )
     grade_.add_argument("number", nargs="?", metavar="N", help="a challenge: 2, 02 or 02_bounded_loop (default: all)")
-    grade_.add_argument(
+    add_program_options(grade_)
+    grade_.add_argument("--report", type=Path, default=None, metavar="PATH", help="write Gradescope results.json")
+    room.add_join_options(grade_)
+
+
+def add_program_options(parser: argparse.ArgumentParser) -> None:
+    """How a program is built and graded: `grade`'s options, which `watch -- CMD` takes too."""
+    parser.add_argument(
         "--wire",
         default=",".join(PROVIDERS),
         metavar="LIST",
         help=f"the wire formats the program speaks, comma-separated (default: {','.join(PROVIDERS)})",
     )
-    grade_.add_argument("--report", type=Path, default=None, metavar="PATH", help="write Gradescope results.json")
-    grade_.add_argument(
+    parser.add_argument(
         "--timeout",
         type=float,
         default=GRADE_TIMEOUT,
         metavar="S",
         help=f"seconds per case (default {GRADE_TIMEOUT:g})",
     )
-    grade_.add_argument(
+    parser.add_argument(
         "--build",
         default=None,
         metavar="SHELL",
         help="a shell line to run once first, e.g. 'go build -o loop .' or 'cd loop && go build -o ../bin .'",
     )
-    grade_.add_argument(
+    parser.add_argument(
         "--lang",
         choices=LANGUAGES,
         default=None,
         help="the program's language, for the names in the feedback (default: read from the command and the build)",
     )
-    grade_.add_argument(
+    parser.add_argument(
         "--isolation",
         choices=("auto", "strict", "process"),
         default="auto",
         help="strict: only under bubblewrap (refuse without it); process: plain processes; auto (default): "
         "bubblewrap when usable",
     )
-    grade_.add_argument("--grade-as", default=None, metavar="USER", help="grading as root: run the program as USER")
-    grade_.add_argument(
+    parser.add_argument("--grade-as", default=None, metavar="USER", help="grading as root: run the program as USER")
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="also say where the program runs when it is the default"
     )
-    room.add_join_options(grade_)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -99,12 +108,57 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    chosen, run = _prepared(args, "grade")
+    return room.around_grade(args, lambda observe: run([info.name for info in chosen], args.build, observe))
+
+
+def watch_program(args: argparse.Namespace) -> int:
+    """`sandbox watch [N] [options] -- CMD`: build and grade the program now and after each save of its
+    source: challenge N, or each challenge in order up to the first that fails."""
+    from ..grading.judge._progress import CLEAR
+    from ..grading.programs._watch import watch
+
+    if args.interval <= 0:
+        raise CommandLineError(f"--interval {args.interval}: use a number of seconds above 0.")
+    chosen, run = _prepared(args, "watch")
+    folder = Path.cwd()
+    clear = sys.stdout.isatty()
+    again = f"sandbox hint {chosen[0].number}" if len(chosen) == 1 else "sandbox hint N"
+    language = args.lang or detect_language(args.program, args.build)
+    if language in ("go", "js"):
+        again += f" --lang {language}"
+
+    def grade_once(built: Callable[[], None]) -> None:
+        print(f"{CLEAR if clear else ''}=== {shlex.join(args.program)} ({time.strftime('%H:%M:%S')})", flush=True)
+        for number, info in enumerate(chosen):
+            build = args.build if number == 0 else None  # built once a save
+            status = room.around_grade(args, functools.partial(run, [info.name], build, built=built))
+            if status != 0:
+                print(f"\nWaiting for you to save a file in {folder}... (stuck? {again}; Ctrl-C to stop)", flush=True)
+                return
+        print(f"\nEvery case passes. Waiting for you to save a file in {folder}... (Ctrl-C to stop)", flush=True)
+
+    print(f"Watching {folder}: save a source file to build and grade again. Ctrl-C to stop.", flush=True)
+    try:
+        watch(grade_once, folder, interval=args.interval)
+    except KeyboardInterrupt:
+        print("\nStopped watching.")
+    return 0
+
+
+Run = Callable[..., int]
+"""run(names, build, observe, built=None): grade these challenges after this build line (or none),
+posting to this room observer (or None); `built()` is called once the build is done."""
+
+
+def _prepared(args: argparse.Namespace, verb: str) -> tuple[list[ChallengeInfo], Run]:
+    """The challenges `args` asks for, and a function that grades some of them (with a build line or none)."""
     from ..grading.programs._grade import grade, plan  # pytest and hypothesis: `check` and `list` start without them
 
     if not args.program:
         raise CommandLineError(
-            "sandbox grade needs the program to run after `--`, e.g.: sandbox grade 2 -- ./loop  or  "
-            "sandbox grade -- node examples/js/loop.mjs"
+            f"sandbox {verb} needs the program to run after `--`, e.g.: sandbox {verb} 2 -- ./loop  or  "
+            f"sandbox {verb} -- node examples/js/loop.mjs"
         )
     providers = [name.strip() for name in args.wire.split(",") if name.strip()]
     unknown = [name for name in providers if name not in PROVIDERS]
@@ -133,22 +187,25 @@ def _grade(args: argparse.Namespace) -> int:
             raise CommandLineError(f"{found.name} grades Python code only so far. A program is graded on:\n{choices}")
         chosen = [found]
     language = args.lang or detect_language(args.program, args.build)
-    return room.around_grade(
-        args,
-        lambda observe: grade(
+    titles = {info.name: program_title(info.name, info.title) for info in chosen}
+
+    def run(names: list[str], build: str | None, observe: Any, built: Callable[[], None] | None = None) -> int:
+        return grade(
             args.program,
-            plan([info.name for info in chosen], providers),
+            plan(names, providers),
             out=sys.stdout,
             timeout=args.timeout,
-            report=args.report,
-            build=args.build,
+            report=getattr(args, "report", None),
+            build=build,
             language=language,
-            titles={info.name: program_title(info.name, info.title) for info in chosen},
+            titles=titles,
             observe=observe,
             isolation=isolation,
             show_isolation=args.verbose
             or args.isolation != "auto"
             or not isolation.sandboxed
             or bool(isolation.unfiltered),
-        ),
-    )
+            built=built,
+        )
+
+    return chosen, run

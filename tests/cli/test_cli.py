@@ -19,6 +19,7 @@ import pytest
 
 import sandbox.cli._main
 from sandbox.cli import main
+from sandbox.grading.judge._meta import load_challenges
 from sandbox.grading.judge._progress import Progress
 from tests.engine.kept.test_senders import _responses_continue
 
@@ -111,7 +112,7 @@ def test_replay_wire_shows_the_bodies(capsys: pytest.CaptureFixture[str]) -> Non
 def test_replay_of_an_unknown_scenario_has_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "nope"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("sandbox: error: No scenario named 'nope'. The catalogue has:\n- multi_step")
+    assert err.startswith("sandbox: error: No scenario named 'nope'. The catalogue has:\n- json_arguments")
 
 
 def test_hint_reveals_one_more_each_time(course: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,6 +127,30 @@ def test_hint_reveals_one_more_each_time(course: Path, capsys: pytest.CaptureFix
     last = capsys.readouterr().out
     assert "Hint 3/3: " in last and "That was the last hint." in last
     assert json.loads((course / ".sandbox-state.json").read_text())["hints"] == {"02_bounded_loop": 3}
+
+
+@pytest.mark.parametrize(
+    ("language", "own", "foreign"),
+    [("go", "resp.Message", "req.messages.append"), ("js", "req.messages.push(resp.message)", "resp.Message")],
+)
+def test_hint_speaks_the_programs_language(
+    course: Path, language: str, own: str, foreign: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hint", "1", "--lang", language, "--dir", str(course)]) == 0
+    out = capsys.readouterr().out
+    assert own in out and foreign not in out, out
+    assert f"Run `sandbox hint 1 --lang {language}` again for the next hint." in out
+
+
+def test_every_challenge_has_hints_for_go_and_javascript() -> None:
+    """As many as Python's at most, and none in Python's words (json.loads, try/except, req.messages.append)."""
+    python_words = ("json.loads", "except", "append(resp.message)", "tool_calls()", "asyncio", "skyl.collect_stream")
+    for info in load_challenges(ROOT / "challenges"):
+        for language in ("go", "js"):
+            hints = info.hints_for(language)
+            assert hints and hints != info.hints, (info.name, language)
+            said = [hint for hint in hints if any(word in hint for word in python_words)]
+            assert not said, (info.name, language, said)
 
 
 @pytest.mark.parametrize("command", ["hint", "check", "solution"])

@@ -373,6 +373,35 @@ def test_anthropic_refuses_redacted_thinking_it_did_not_issue() -> None:
     assert caught.value.message == "messages.3.content.1: Invalid `data` in `redacted_thinking` block"
 
 
+def _second_turn_without_redacted(echo: Echo) -> sandbox.Exchange:
+    """Play to the turn with a redacted block, send it back with its thinking block alone."""
+    engine, request, first = _first_round("anthropic", echo=echo)
+    run = scripted_run(SCENARIO)
+    request.messages += [first.message, *(skyl.tool_result_message(c.id, run(c)) for c in first.tool_calls())]
+    second = _answer("anthropic", _send(engine, "anthropic", request))
+    kept = [part for part in second.message.content if not (isinstance(part, skyl.Reasoning) and part.redacted)]
+    assert len(kept) == len(second.message.content) - 1
+    request.messages += [
+        skyl.Message("assistant", kept),
+        *(skyl.tool_result_message(c.id, run(c)) for c in second.tool_calls()),
+    ]
+    return _send(engine, "anthropic", request)
+
+
+def test_anthropic_turn_without_its_redacted_block_is_refused_in_the_strict_echo() -> None:
+    exchange = _second_turn_without_redacted("strict")
+    assert exchange.status == 400 and exchange.error.rule is Rule.REASONING_DROPPED
+    assert _error(exchange)["message"].startswith(
+        "sandbox: messages[3] is the model's turn without its `redacted_thinking` block."
+    )
+
+
+def test_anthropic_turn_without_its_redacted_block_is_answered_and_flagged_in_the_faithful_echo() -> None:
+    exchange = _second_turn_without_redacted("faithful")
+    assert exchange.status == 200
+    assert exchange.headers["x-sandbox-tolerated"] == "reasoning-dropped messages[3]"
+
+
 def test_anthropic_refuses_thinking_moved_to_another_turn() -> None:
     client = skyl.Client(provider="anthropic", transport=sandbox.transport())
     request = _request("anthropic")

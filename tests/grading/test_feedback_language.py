@@ -111,3 +111,43 @@ def test_the_stream_hint_names_events_a_javascript_program_can_see() -> None:
     assert "TextDelta" not in said and "ToolCallStart" not in said, said
     assert "JSON.parse" in said and "input_json_delta" in said, said
     assert "skyl.ToolCallDelta" in translate(_lessons.STREAM.hint, "go")
+
+
+OWN_API = {
+    "go": {
+        "STREAM_EVERY_REQUEST": ("client.Stream(ctx, req)", "skyl.CollectStream(stream)"),
+        "RETRY_AFTER_THE_HINT": ("errors.As(err, &perr)", "perr.RetryAfter", "perr.Status"),
+        "RETRY_THE_SAME_REQUEST": ("skyl.CollectStream", "Status 0"),
+        "RUN_CONCURRENTLY": ("goroutine", "sync.WaitGroup"),
+        "TOOL_FAILED_GOES_BACK": ("sandbox.Run(ctx, call)", "skyl.ToolErrorMessage"),
+    },
+    "js": {
+        "STREAM_EVERY_REQUEST": ("stream: true", "JSON.parse"),
+        "RETRY_AFTER_THE_HINT": ("retryAfter", "setTimeout"),
+        "RUN_CONCURRENTLY": ("Promise.all(calls.map(run))",),
+        "TOOL_FAILED_GOES_BACK": ("toolResultMessage(call.id",),
+    },
+}
+OTHER_API = {
+    "go": re.compile(r"Promise\.all|JavaScript|\"stream\": true|retry-after-ms|google\.rpc\.RetryInfo|retryDelay"),
+    "js": re.compile(r"goroutine|WaitGroup|\bGo\b|skyl\.|perr\."),
+}
+"""A Go program talks through skyl's Go client, which reads the hints and streams for it: the raw HTTP
+names and JavaScript's ways mean nothing there; a JavaScript program has no goroutines or skyl."""
+
+
+@pytest.mark.parametrize("language", ["go", "js"])
+@pytest.mark.parametrize("name", sorted(PROGRAM_LESSONS))
+def test_no_lesson_offers_another_languages_ways(name: str, language: str) -> None:
+    lesson = PROGRAM_LESSONS[name]
+    for part in (lesson.rule, lesson.hint):
+        said = translate(part, language)
+        assert not OTHER_API[language].search(said), (language, name, said)
+
+
+@pytest.mark.parametrize("language", ["go", "js"])
+@pytest.mark.parametrize("name", sorted(_program_lessons.__all__))
+def test_the_program_hints_name_the_learners_api(name: str, language: str) -> None:
+    said = translate(getattr(_program_lessons, name).hint, language)
+    for words in OWN_API[language].get(name, ()):
+        assert words in said, (language, name, words, said)

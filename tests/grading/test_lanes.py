@@ -212,7 +212,7 @@ def test_tests_the_second_lane_did_not_report_run_in_the_first(tmp_path: Path) -
     assert died.returncode == one.returncode == 1
     assert "sandbox: a grading lane ended early; its tests ran in the first lane instead." in died.stdout
     # The notice breaks the line of progress letters; the letters, the failures and the summary are the same.
-    assert _letters(died.stdout) == _letters(one.stdout) and len(_letters(one.stdout)) == 68
+    assert _letters(died.stdout) == _letters(one.stdout) and len(_letters(one.stdout)) == 72
     assert _same_run(died.stdout).split("= FAILURES =")[1] == _same_run(one.stdout).split("= FAILURES =")[1]
     assert _report(tmp_path / "report-2.json") == _report(tmp_path / "report-1.json")
     # The tests of 03 before the crash ran in the second lane; the one it died in and the rest, here.

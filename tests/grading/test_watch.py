@@ -12,12 +12,14 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sandbox.cli import main
 from sandbox.grading.judge._progress import CLEAR
+from sandbox.grading.programs._watch import watch
 
 pytestmark = pytest.mark.slow
 
@@ -59,11 +61,11 @@ def test_check_prints_no_private_path(course: Path, capfd: pytest.CaptureFixture
 class Terminal:
     """`sandbox watch` on a pseudo-terminal, as a learner runs it."""
 
-    def __init__(self, course: Path) -> None:
+    def __init__(self, course: Path, *argv: str, cwd: Path | None = None) -> None:
         self.master, slave = pty.openpty()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "sandbox", "watch", "--dir", str(course)],
-            stdin=slave, stdout=slave, stderr=slave, cwd=course.parent, start_new_session=True,
+            [sys.executable, "-m", "sandbox", "watch", "--dir", str(course), *argv],
+            stdin=slave, stdout=slave, stderr=slave, cwd=cwd or course.parent, start_new_session=True,
         )  # fmt: skip
         os.close(slave)
         self.screen = ""
@@ -114,3 +116,62 @@ def test_watch_clears_the_screen_shows_the_failure_alone_and_regrades_in_a_warm_
     workers = set(re.findall(r"worker pid (\d+) started (\d+) save \d", screen))
     pids = {int(pid) for pid, _ in workers}
     assert len(workers) == 2 and not pids & graders, "each grade runs the learner's code in a fresh worker"
+
+
+def test_watch_builds_and_grades_a_program_again_on_each_save(course: Path, tmp_path: Path) -> None:
+    """`sandbox watch 2 --build ... -- CMD`: the program as built from its source, graded; a save of the source
+    is built and graded again, and what the build writes is no save."""
+    folder = tmp_path / "program"
+    folder.mkdir()
+    folder.chmod(0o777)  # the build runs in the program's sandbox, as nobody when the grader is root
+    fixed = (ROOT / "tests" / "programs" / "loop.py").read_text(encoding="utf-8")
+    unbounded = fixed.replace("MAX_TOOL_ROUNDS = 5\n", "MAX_TOOL_ROUNDS = 50\n", 1)
+    assert unbounded != fixed
+    (folder / "loop.py").write_text(unbounded, encoding="utf-8")
+    build = ["--build", "cp loop.py built.py", "--wire", "openai"]
+    terminal = Terminal(course, "2", *build, "--", sys.executable, "built.py", cwd=folder)
+    try:
+        first = ANSI.sub("", terminal.read_until("Waiting for you to save a file in", 1))
+        (folder / "loop.py").write_text(fixed, encoding="utf-8")
+        screen = ANSI.sub("", terminal.read_until("Every case passes.", 1).replace(CLEAR, "<CLEAR>"))
+    finally:
+        terminal.close()
+    assert "02_bounded_loop  failing" in first and "gives_up_at_the_bound" in first
+    assert "(stuck? sandbox hint 2; Ctrl-C to stop)" in first
+    second = screen.rsplit("<CLEAR>", 1)[1]
+    assert "Building" in second and "02_bounded_loop  passed" in second, second
+    assert screen.count("Building (") == 2, "built.py, written by the build, is no save"
+
+
+def test_program_watch_grades_on_each_save_and_never_on_what_the_build_wrote(tmp_path: Path) -> None:
+    """The poll loop itself, with a sleep that saves a file (or nothing) between looks."""
+    source = tmp_path / "main.go"
+    source.write_text("package main\n")
+    (tmp_path / "node_modules").mkdir()
+    grades: list[int] = []
+
+    def grade(built: Callable[[], None]) -> None:
+        grades.append(len(grades))
+        (tmp_path / f"generated_{len(grades)}.go").write_text("// the build's output\n")  # a source suffix
+        (tmp_path / "loop").write_bytes(b"\x7fELF")
+        built()
+
+    saves = iter(
+        [
+            None,
+            lambda: (tmp_path / "node_modules" / "dep.js").write_text("x"),  # a dependency folder: no save
+            lambda: os.utime(source, ns=(1, 1)),  # a save
+            None,
+        ]
+    )
+
+    def sleep(_: float) -> None:
+        save = next(saves, KeyboardInterrupt)
+        if save is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        if save is not None:
+            save()
+
+    with pytest.raises(KeyboardInterrupt):
+        watch(grade, tmp_path, interval=0.2, sleep=sleep)
+    assert grades == [0, 1], "graded at the start and after the one save, never after the build's own writes"

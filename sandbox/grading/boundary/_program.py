@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -249,11 +250,7 @@ def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | Non
     assert process.stdout is not None and process.stderr is not None
     out = _Collector(process.stdout, OUTPUT_LIMIT)
     err = _Collector(process.stderr, OUTPUT_LIMIT)
-    timed_out = False
-    try:
-        process.wait(seconds)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    timed_out = not _exited(process, seconds)
     _kill_group(process)
     process.wait()
     elapsed = time.monotonic() - started
@@ -262,6 +259,27 @@ def _run(argv: list[str], env: Mapping[str, str], seconds: float, cwd: str | Non
     process.stdout.close()
     process.stderr.close()
     return ProgramRun(process.returncode, stdout, stderr, timed_out, elapsed)
+
+
+def _exited(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether the program ended within `seconds`. On Linux its pidfd says so the moment it does;
+    elsewhere `Popen.wait` polls, sleeping up to 50 ms between looks."""
+    try:
+        pidfd = os.pidfd_open(process.pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        pidfd = None
+    if pidfd is not None:
+        try:
+            ready, _, _ = select.select([pidfd], [], [], seconds)
+        finally:
+            os.close(pidfd)
+        if not ready:
+            return False
+    try:
+        process.wait(None if pidfd is not None else seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -117,7 +117,12 @@ def check_history(
                 return Problem(
                     f"the result for {describe_call(call)} is {quote(result.content)}, but {produced} "
                     f"{quote(str(want))} for that call: each result must carry its own call's output."
-                    + _why_not_its_own(call, result.content, calls, _turn_contents(messages, index), expected),
+                    + (
+                        ' An empty output is still the tool\'s output: "" is falsy, so test whether the call has '
+                        "a result (call.id in results, or `is None`), not whether it is truthy."
+                        if want == ""
+                        else _why_not_its_own(call, result.content, calls, _turn_contents(messages, index), expected)
+                    ),
                     at,
                 )
         extra = _result_at(messages, index + 1 + len(calls)) if calls else None

@@ -20,6 +20,7 @@ from ...engine._engine import Exchange
 from ...engine._scenario import Call, Scenario
 from ...engine.faults import Fault
 from ...messages._types import Request, Response, ToolCall, user_text
+from ..boundary._endpoint import TOOL_ERRORS
 from ..boundary._marshal import (
     RemoteError,
     UnreadableValue,
@@ -63,6 +64,7 @@ class Dialogue(Retries, Expectations):
         *,
         mode: Literal["sync", "async"] = "sync",
         failing: Mapping[str, str] | None = None,
+        raises: str = "RuntimeError",
         unknown_tools: Collection[str] = (),
         refuse: int | None = None,
         refuse_status: int = 400,
@@ -102,7 +104,11 @@ class Dialogue(Retries, Expectations):
             model=self.scenario.name, messages=[user_text(self.scenario.prompt)], tools=list(self.scenario.tools)
         )
         self.failing = dict(failing or {})
-        """Calls (`get_weather(city='Pariss')`) whose `run` raises RuntimeError with this message."""
+        """Calls (`get_weather(city='Pariss')`) whose `run` raises `raises` with this message."""
+        if raises not in TOOL_ERRORS:
+            raise ValueError(f"raises={raises!r}: a failing tool raises one of {sorted(TOOL_ERRORS)}")
+        self.raises = raises
+        """The class a failing tool raises, by name (`TOOL_ERRORS`): tools fail in their own ways."""
         self.unknown_tools = set(unknown_tools)
         """Tool names `run` does not know: it raises KeyError, as a dict of tools would."""
         self.tool_errors: list[BaseException] = []
@@ -124,7 +130,9 @@ class Dialogue(Retries, Expectations):
             raise TypeError(f"run() takes a skyl.ToolCall from resp.tool_calls(), got {type(call).__name__}: {call!r}")
         key = call_key(call)
         if call.name in self.unknown_tools or key in self.failing:
-            error = KeyError(call.name) if call.name in self.unknown_tools else RuntimeError(self.failing[key])
+            error = (
+                KeyError(call.name) if call.name in self.unknown_tools else TOOL_ERRORS[self.raises](self.failing[key])
+            )
             self.tool_errors.append(error)
             raise error
         if key not in self.scenario.tool_outputs:
@@ -167,10 +175,8 @@ class Dialogue(Retries, Expectations):
         self.runs.append(call_key(call))
         try:
             output = await self.probe.run(call) if self.probe is not None else self.output(call)
-        except LookupError as error:  # KeyError too: an unknown tool
+        except tuple(TOOL_ERRORS.values()) as error:  # KeyError for an unknown tool, `raises` for a failing one
             return {"error": {"type": type(error).__name__, "args": [str(arg) for arg in error.args]}}
-        except RuntimeError as error:
-            return {"error": {"type": "RuntimeError", "args": [str(arg) for arg in error.args]}}
         return {"output": output}
 
     # -- running the learner's code -----------------------------------------------------------------
@@ -247,6 +253,7 @@ class Dialogue(Retries, Expectations):
         return {
             "outputs": dict(self.scenario.tool_outputs),
             "failing": self.failing,
+            "raises": self.raises,
             "unknown": sorted(self.unknown_tools),
         }
 

@@ -266,7 +266,9 @@ class Expectations(Verdicts):
             self.fail(f"{self.function}() returned before reading the stream to its end.", lesson=STREAM)
         differences = differences_from(response, reference)
         if differences:
-            reasoning = any(line.startswith(("reasoning", "order of parts")) for line in differences)
+            reasoning = self.scenario.reasoning or any(
+                line.startswith(("reasoning", "order of parts")) for line in differences
+            )
             self.fail(
                 f"{self.function}() rebuilt a different turn from the one the stream carried:",
                 details=[f"- {line}" for line in differences],

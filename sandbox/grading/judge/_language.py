@@ -101,6 +101,53 @@ _HINTS: dict[str, dict[str, str]] = {
         "input_json_delta). Join each call's fragments and JSON.parse them once, after the stream ends. The "
         "last events carry the stop reason, usage, model and id: copy them, never guess them from the calls.",
     },
+    # The program graders' own hints (`programs._program_lessons`), said in each language's API.
+    "With SANDBOX_STREAM=1, ask for a stream on every request": {
+        "go": "With SANDBOX_STREAM=1 (sandbox.Stream is true), stream every request: stream, err := "
+        "client.Stream(ctx, req), then resp, err := skyl.CollectStream(stream) rebuilds the turn (or feed each "
+        "stream.Event() to a skyl.Collector). Append resp.Message as usual; a stream that broke returns an "
+        "error, never a turn.",
+        "js": "With SANDBOX_STREAM=1, send stream: true in every request body (Gemini: "
+        ":streamGenerateContent?alt=sse) and rebuild the turn from its events, as assemble() does in "
+        "examples/js/loop.mjs: text deltas joined, each call's argument fragments joined by index and "
+        "JSON.parse'd once the stream ends.",
+    },
+    "Start the tool request of every call in the turn before waiting for any of them": {
+        "go": "Start a goroutine for every call of the turn before waiting for any (a sync.WaitGroup, each "
+        "goroutine writing its output into outputs[i]), wg.Wait(), then append the results in call order.",
+        "js": "Start every call of the turn before awaiting any: const outputs = await Promise.all(calls.map(run)) "
+        "runs them together and keeps call order; then append the results in that order.",
+    },
+    "The provider said to try again later: wait its hint": {
+        "go": "The provider said to try again later. Catch it with var perr *skyl.ProviderError; "
+        "errors.As(err, &perr): retry only when perr.Status is 429, 503 or 529, or 0 (the connection broke before "
+        "the answer was whole), after time.Sleep(perr.RetryAfter) (a short backoff of your own when it is 0), "
+        "sending the same req again. Any other status (a 400: the request itself is wrong; a 401, 403 or 404: "
+        "the key or the model is) is returned at once: exit non-zero with it on stderr.",
+        "js": "The provider said to try again later: retry only a ProviderError whose status is 429, 503 or 529, "
+        "or 0 (the connection broke before the answer was whole), after its retryAfter seconds (errorOf in "
+        "examples/js/loop.mjs reads retry-after-ms, retry-after and Gemini's retryDelay; a short backoff of your "
+        "own when it is null): await new Promise((resolve) => setTimeout(resolve, error.retryAfter * 1000)), then "
+        "send the same request again. Throw any other status at once (a 400: the request itself is wrong; a 401, "
+        "403 or 404: the key or the model is), and exit non-zero with it on stderr.",
+    },
+    "Retry around the model request alone: append the turn and run its tools once": {
+        "go": "Retry around client.Complete (or client.Stream and skyl.CollectStream) alone: append resp.Message "
+        "and run its tools once, after the answer arrived whole. A stream that broke before its end makes "
+        "skyl.CollectStream return a *skyl.ProviderError with Status 0 and no turn: keep nothing of it, and ask "
+        "again.",
+        "js": "Retry around the model request alone: append the turn and run its tools once, after its answer "
+        "arrived whole. A stream that ended before its end event ([DONE], message_stop, response.completed) or "
+        "a body cut short is an error (loop.mjs throws incomplete()), never half appended.",
+    },
+    "A failing tool is information for the model, not a reason to stop: when a tool request answers": {
+        "go": "A failing tool is information for the model, not a reason to stop: when sandbox.Run(ctx, call) "
+        "returns an error, send it back as that call's result, marked as one: skyl.ToolErrorMessage(call.ID, "
+        '"ERROR: "+err.Error()), then ask the model again.',
+        "js": "A failing tool is information for the model, not a reason to stop: when the tool request answers "
+        "{ error }, send it back as that call's result, marked as one: toolResultMessage(call.id, "
+        "`ERROR: ${ran.error}`, true), then ask the model again.",
+    },
     "a tool result's content must be a str (convert other values with str())": {
         "go": "The provider could not read the request. Check what you put in the messages: a tool result's "
         "content must be a string (fmt.Sprint or json.Marshal other values), its call id the call's own.",

@@ -55,6 +55,13 @@ class ChallengeInfo:
     rule: str = ""
     """The lesson's rule this challenge teaches."""
     hints: tuple[str, ...] = ()
+    """The hints for a Python learner, in the order `sandbox hint` reveals them."""
+    program_hints: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """The same hints for a program in another language: (`go`, hints), (`js`, hints)."""
+
+    def hints_for(self, language: str) -> tuple[str, ...]:
+        """The hints written for `language` (`python`, `go`, `js`); Python's for any other."""
+        return dict(self.program_hints).get(language, self.hints)
 
     @property
     def number(self) -> int:
@@ -92,17 +99,25 @@ def load_challenges(root: Path) -> list[ChallengeInfo]:
     for folder in sorted(root.iterdir()):
         if folder.is_dir() and _FOLDER.match(folder.name):
             entry = meta.get(folder.name, {})
-            hints = entry.get("hints", [])
             found.append(
                 ChallengeInfo(
                     name=folder.name,
                     folder=folder,
                     title=str(entry.get("title", "")),
                     rule=str(entry.get("rule", "")),
-                    hints=tuple(str(hint) for hint in hints) if isinstance(hints, list) else (),
+                    hints=_texts(entry.get("hints")),
+                    program_hints=tuple(
+                        (language, _texts(entry[f"{language}_hints"]))
+                        for language in ("go", "js")
+                        if f"{language}_hints" in entry
+                    ),
                 )
             )
     return found
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(str(text) for text in value) if isinstance(value, list) else ()
 
 
 def _read_hints(path: Path) -> dict[str, dict[str, object]]:

@@ -210,9 +210,14 @@ def short(value: object) -> str:
 
 def _what_was_parsed(error: BaseException) -> list[str]:
     """A JSONDecodeError's feedback shows the text json.loads was given: '' or 'is"}' says more than
-    'Expecting value: line 1 column 1'."""
+    'Expecting value: line 1 column 1'. ast.literal_eval's ValueError says the arguments are JSON."""
     parsed = getattr(error, "parsed", None)
     if not isinstance(parsed, str):
+        if isinstance(error, ValueError) and str(error).startswith("malformed node or string"):
+            return [
+                "    ast.literal_eval reads Python, and a call's arguments are JSON (true, false, null): parse "
+                "them with json.loads."
+            ]
         return []
     shown = repr(parsed) if len(parsed) < 300 else repr(parsed[:120]) + " ... (longer)"
     if not parsed.strip():

@@ -23,7 +23,7 @@ from ... import skyl
 from ...engine._scenario import Call
 from ...skyl import _collect
 from ...wire import get_wire_format
-from ..boundary._endpoint import TOOLS_PATH
+from ..boundary._endpoint import TOOL_ERRORS, TOOLS_PATH
 from ..boundary._marshal import body_digest, error_to_data, from_data, to_data
 from ..boundary._protocol import BrokenFrame, FrameBuffer, receive, send
 from ._awaited import HandedOut
@@ -36,12 +36,6 @@ OFF_LIMITS = (
     "This challenge asks you to rebuild the turn yourself: skyl.collect_stream and skyl.StreamCollector are "
     "off limits here. Write your own collect_stream(stream)."
 )
-_TOOL_ERRORS: dict[str, type[Exception]] = {
-    "KeyError": KeyError,
-    "RuntimeError": RuntimeError,
-    "LookupError": LookupError,
-    "TypeError": TypeError,
-}
 _DEPTH = 1000
 """The recursion limit the worker's own code needs to answer, whatever the learner's code set."""
 
@@ -266,7 +260,9 @@ class _Call:
         key = repr(Call(call.name, dict(call.arguments)))
         if call.name in self.tools["unknown"] or key in self.tools["failing"]:
             error: Exception = (
-                KeyError(call.name) if call.name in self.tools["unknown"] else RuntimeError(self.tools["failing"][key])
+                KeyError(call.name)
+                if call.name in self.tools["unknown"]
+                else TOOL_ERRORS.get(str(self.tools.get("raises")), RuntimeError)(self.tools["failing"][key])
             )
             self.tool_errors.append(error)
             raise error
@@ -290,7 +286,7 @@ class _Call:
     def _answer(self, answer: Any) -> str:
         error = answer.get("error") if isinstance(answer, dict) else None
         if isinstance(error, dict):
-            failure = _TOOL_ERRORS.get(str(error.get("type")), RuntimeError)(*error.get("args", []))
+            failure = TOOL_ERRORS.get(str(error.get("type")), RuntimeError)(*error.get("args", []))
             self.tool_errors.append(failure)
             raise failure
         return str(answer["output"])

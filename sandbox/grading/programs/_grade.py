@@ -17,6 +17,7 @@ import importlib
 import os
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,13 +143,15 @@ def grade(
     observe: Callable[[Sequence[Planned], Mapping[str, tuple[str, str]]], None] | None = None,
     isolation: Isolation | None = None,
     show_isolation: bool = True,
+    built: Callable[[], None] | None = None,
 ) -> int:
     """Run every planned case; print the failures and the summary; return the exit status. `build`
     is a shell line, run once in `cwd` first; `language` picks the names the feedback uses.
 
     `observe` sees every verdict once all are final (the workshop room's hook: it posts them).
     `show_isolation`: start with the line that says where the program runs (the CLI shows it with -v,
-    or when it is not the default, bubblewrap)."""
+    or when it is not the default, bubblewrap). `built` is called once the build is done (`sandbox watch`
+    looks for saves from then on)."""
     isolation = isolation or Isolation(False)
 
     def echo(text: str = "", end: str = "\n") -> None:
@@ -156,14 +159,17 @@ def grade(
         out.flush()
 
     shown = shlex.join(command)
-    # Hypothesis keeps a cache of constants under .hypothesis/ in the current folder: the learner's own.
+    # Hypothesis keeps caches (its charmap, the constants of local modules) under .hypothesis/ in the
+    # current folder, the learner's own: the grader's go to a folder of its own, kept between runs.
     hypothesis_home = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
-    _use_hypothesis_home(hypothesis_home.name)
+    _use_hypothesis_home(str(_hypothesis_cache() or hypothesis_home.name))
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
         where = "in the program's sandbox" if isolation.sandboxed else "outside any sandbox, with the grader's rights"
         echo(f"Building ({where}, in {cwd or os.getcwd()}): {build}")
     broken = (_build(build, cwd, command, isolation) if build else None) or program_refusal(command, cwd) or None
+    if built is not None:
+        built()
     outcomes: dict[str, tuple[str, str]] = {}
     if show_isolation:
         echo(isolation.notice())
@@ -227,6 +233,23 @@ def _grade_case(session: Session, item: Planned) -> tuple[str, str]:
     except pytest.fail.Exception as failure:
         return FAILED, escaped(str(failure.msg))
     return PASSED, ""
+
+
+def _hypothesis_cache() -> Path | None:
+    """The grader's own hypothesis folder, `~/.cache/skyl-sandbox/hypothesis` (or under
+    $XDG_CACHE_HOME): private to the user grading (0700, theirs), so no one else can feed it. None when
+    it cannot be made so: then each run starts from an empty one."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "skyl-sandbox" / "hypothesis"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.lstat()
+    except (OSError, RuntimeError):  # RuntimeError: no home to expand
+        return None
+    uid = os.getuid() if hasattr(os, "getuid") else info.st_uid  # Windows: no owner ids to compare
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
+        return None
+    return folder
 
 
 def _use_hypothesis_home(directory: str | None) -> None:

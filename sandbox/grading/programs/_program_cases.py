@@ -9,7 +9,8 @@ A program is the whole loop, run once per case, so the challenges map onto it li
     03_several_calls       several calls per turn, over several rounds (and still bounded)
     04_report_runaway      the report on stderr names the bound, the calls in order, what to check
     05_streaming           SANDBOX_STREAM=1: every request streams, the turn is rebuilt from events
-                           (a call without arguments included: Anthropic streams it as one empty fragment)
+                           (a call without arguments included: Anthropic streams it as one empty fragment;
+                           and arguments holding true and false, which only a JSON parser reads)
     06_detect_the_end      ends on the empty call list, whatever the stop reason says (and still bounded)
     07_failing_tools       a tool run answering {"error": ...} (a failing or unknown tool) becomes an
                            error result;
@@ -142,6 +143,7 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("streams_every_turn", "parallel_calls", "answer", stream=True),
         Case("streams_every_turn", "multi_step", "answer", stream=True),
         Case("streams_every_turn", "no_arguments", "answer", stream=True),
+        Case("streams_every_turn", "json_arguments", "answer", stream=True),
         Case("is_still_bounded", "runaway", "gave_up", stream=True),
         Case("streams_any_task", "generated", "answer", stream=True, generated="tasks", options=_ANY_TASK),
     ),
@@ -162,6 +164,12 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case("an_error_output_goes_back_and_the_model_recovers", "tool_error_recovery", "answer"),
         Case("a_failing_tool_becomes_an_error_result", "tool_error_recovery", "answer", failing=_PARISS),
         Case("an_unknown_tool_becomes_an_error_result", "parallel_calls", "answer", unknown_tools=("get_time",)),
+        Case(
+            "a_failing_call_without_arguments_becomes_an_error_result",
+            "no_arguments",
+            "answer",
+            failing={"get_time()": "clock service unavailable"},
+        ),
         Case("gives_up_at_the_bound", "runaway", "gave_up"),
         Case("a_refused_request_reaches_the_caller", "tool_error_recovery", "refused", failing=_PARISS, refuse=2),
     ),

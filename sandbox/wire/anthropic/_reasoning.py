@@ -166,7 +166,9 @@ def check_final_turn(data: Mapping[str, Any]) -> None:
 
 def check_echo(conversation: Conversation, index: int, expected: Sequence[Reasoning], *, error: Any) -> None:
     """The thinking blocks of echoed assistant turn `index` must be the ones the fake sent with it:
-    the API verifies each signature. `error` is the wire format's `error(status, message, rule=...)`.
+    the API verifies each signature. A turn that keeps some of them and leaves one out (a redacted
+    block, say) gets the sandbox's own refusal, a `sandbox:` message that the faithful echo lets pass.
+    `error` is the wire format's `error(status, message, rule=...)`.
 
     The reader (`_parse`) and a thread's kept turns make every thinking and redacted_thinking block of
     an assistant turn a `Reasoning` part of its neutral message, so a turn without one has no block
@@ -178,12 +180,18 @@ def check_echo(conversation: Conversation, index: int, expected: Sequence[Reason
         return
     number, blocks = _wire_blocks(conversation, index)
     issued: set[tuple[Any, ...]] | None = None  # made at the first thinking block: most turns have none
+    echoed: set[tuple[Any, ...]] = set()
     for position, block in enumerate(blocks):
         if block.get("type") in _THINKING_KINDS:
             if issued is None:
                 issued = {_identity(part.data()) for part in expected}
-            if _identity(block) not in issued:
+            identity = _identity(block)
+            if identity not in issued:
                 raise _not_issued(error, number, position, block, index)
+            echoed.add(identity)
+    missing = [part for part in expected if _identity(part.data()) not in echoed]
+    if echoed and missing:
+        raise _partly_dropped(error, conversation, number, missing[0], index)
 
 
 def _identity(block: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -201,6 +209,24 @@ def _not_issued(error: Any, number: int, position: int, block: Mapping[str, Any]
         # [ISSUE] ding113/claude-code-hub#518 (full body), lbjlaq/Antigravity-Manager#498
         message = f"messages.{number}.content.{position}: Invalid `signature` in `thinking` block"
     result: ErrorResponse = error(400, message, rule=Rule.REASONING_INVALID, message_index=index)
+    return result
+
+
+def _partly_dropped(
+    error: Any, conversation: Conversation, number: int, missing: Reasoning, index: int
+) -> ErrorResponse:
+    """A turn that came back with some of its thinking blocks: the API verifies each block it is sent,
+    and none is captured refusing a turn that left one out, so the refusal is the strict echo's."""
+    kind = missing.data().get("type")
+    result: ErrorResponse = error(
+        400,
+        f"sandbox: {conversation.paths[index]} is the model's turn without its `{kind}` block. Every thinking and "
+        "redacted_thinking block goes back as it came, in its place: a redacted block is the model's reasoning too, "
+        "encrypted. Append resp.message itself, or keep every Reasoning part a stream rebuilt, redacted ones "
+        "included.",
+        rule=Rule.REASONING_DROPPED,
+        message_index=index,
+    )
     return result
 
 
