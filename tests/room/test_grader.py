@@ -60,9 +60,11 @@ def test_pytest_room_posts_tallies_rules_and_feedback_never_code(tmp_path: Path)
         assert "api_key=sk-room-" in done.stdout
         (row,) = served.instructor("/api/state").json()["learners"]
         cell = row["cells"]["01_apply_tool_results"]
-        assert (row["name"], cell["status"], cell["total"]) == ("Ada", "failing", 28)
-        passed = re.search(r"(\d+) passed", done.stdout)
-        assert passed is not None and cell["passed"] == int(passed.group(1)) < 28
+        passed, failed = (re.search(rf"(\d+) {outcome}", done.stdout) for outcome in ("passed", "failed"))
+        assert passed is not None and failed is not None, done.stdout[-2000:]
+        total = int(passed.group(1)) + int(failed.group(1))  # challenge 01's tests, as this run counted them
+        assert (row["name"], cell["status"], cell["total"]) == ("Ada", "failing", total)
+        assert cell["passed"] == int(passed.group(1)) < total
         assert cell["rules"] == [
             "Every call gets a result: a call with no entry in `results` gets an error result, never a crash."
         ]

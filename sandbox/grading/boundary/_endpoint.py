@@ -49,18 +49,11 @@ __all__ = [
     "MAX_HEAD",
     "MEMORY_BOUND",
     "TOOLS_PATH",
-    "TOOL_ERRORS",
     "Door",
     "Endpoint",
 ]
 
 TOOLS_PATH = "/tools/run"
-TOOL_ERRORS: dict[str, type[Exception]] = {
-    error.__name__: error
-    for error in (KeyError, RuntimeError, LookupError, TypeError, ValueError, TimeoutError, ConnectionError, OSError)
-}
-"""What the grader's tools raise, by name: the name travels between the grader and the worker, the class
-is made again on the learner's side."""
 MAX_CONNECTIONS = 128
 MAX_HEAD = 16 * 1024
 BODY_BUDGET = 32 * 1024 * 1024

@@ -27,6 +27,7 @@ from ... import skyl
 
 __all__ = [
     "Opaque",
+    "TOOL_ERRORS",
     "RemoteError",
     "UnreadableValue",
     "body_digest",
@@ -37,6 +38,13 @@ __all__ = [
     "read_value",
     "to_data",
 ]
+
+TOOL_ERRORS: dict[str, type[Exception]] = {
+    error.__name__: error
+    for error in (KeyError, RuntimeError, LookupError, TypeError, ValueError, TimeoutError, ConnectionError, OSError)
+}
+"""What the grader's tools raise, by name: the name travels between the grader and the worker, the class
+is made again on the learner's side."""
 
 _CLASSES: dict[str, type] = {name: value for name in skyl.__all__ if isinstance(value := getattr(skyl, name), type)}
 _DATACLASSES = {name: cls for name, cls in _CLASSES.items() if dataclasses.is_dataclass(cls)}

@@ -20,8 +20,8 @@ from ...engine._engine import Exchange
 from ...engine._scenario import Call, Scenario
 from ...engine.faults import Fault
 from ...messages._types import Request, Response, ToolCall, user_text
-from ..boundary._endpoint import TOOL_ERRORS
 from ..boundary._marshal import (
+    TOOL_ERRORS,
     RemoteError,
     UnreadableValue,
     error_from_data,

@@ -23,8 +23,8 @@ from ... import skyl
 from ...engine._scenario import Call
 from ...skyl import _collect
 from ...wire import get_wire_format
-from ..boundary._endpoint import TOOL_ERRORS, TOOLS_PATH
-from ..boundary._marshal import body_digest, error_to_data, from_data, to_data
+from ..boundary._endpoint import TOOLS_PATH
+from ..boundary._marshal import TOOL_ERRORS, body_digest, error_to_data, from_data, to_data
 from ..boundary._protocol import BrokenFrame, FrameBuffer, receive, send
 from ._awaited import HandedOut
 from ._load import ImplementationError, load_implementation

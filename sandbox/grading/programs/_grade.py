@@ -159,10 +159,11 @@ def grade(
         out.flush()
 
     shown = shlex.join(command)
-    # Hypothesis keeps caches (its charmap, the constants of local modules) under .hypothesis/ in the
-    # current folder, the learner's own: the grader's go to a folder of its own, kept between runs.
+    # Hypothesis caches under .hypothesis/ in the current folder, the learner's: the grader's go to its own.
+    from hypothesis.configuration import set_hypothesis_home_dir
+
     hypothesis_home = tempfile.TemporaryDirectory(prefix="sandbox-grade-")
-    _use_hypothesis_home(str(_hypothesis_cache() or hypothesis_home.name))
+    set_hypothesis_home_dir(str(_hypothesis_cache() or hypothesis_home.name))
     results = ResultsFile(report, [(item.nodeid, item.challenge) for item in planned], shown) if report else None
     if build:
         where = "in the program's sandbox" if isolation.sandboxed else "outside any sandbox, with the grader's rights"
@@ -199,7 +200,7 @@ def grade(
     finally:
         session.endpoint.close()
         sockets.cleanup()
-        _use_hypothesis_home(None)
+        set_hypothesis_home_dir(None)
         hypothesis_home.cleanup()
     echo("")
     if observe is not None:
@@ -250,12 +251,6 @@ def _hypothesis_cache() -> Path | None:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
         return None
     return folder
-
-
-def _use_hypothesis_home(directory: str | None) -> None:
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    set_hypothesis_home_dir(directory)
 
 
 def _judge_generated(session: Session, item: Planned) -> None:
