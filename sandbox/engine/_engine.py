@@ -6,7 +6,8 @@
 
 Every failure is a provider-shaped error; nothing here raises to the adapter. This module is the
 dispatch; the `Exchange` type and the error exchanges live in `_exchange`, the errors the engine
-words itself in `_refusals`, the history's replay in `_replay`, kept state in `_kept`.
+words itself in `_refusals`, the history's replay in `_replay`, the next turn rendered and encoded
+in `_answer`, kept state in `kept/`.
 """
 
 from __future__ import annotations
@@ -18,19 +19,20 @@ from typing import Any
 from .._exceptions import ScenarioError, UsageError
 from ..wire import Conversation, ErrorResponse, Rule, WireFormat, clouds, get_wire_format, route
 from ..wire.clouds import CloudRefusal, CloudRoute
+from ._answer import answer_at
 from ._catalogue import catalogue
 from ._count_tokens import COUNT_TOKENS, count_tokens
 from ._embeddings import embeddings_exchange, is_embeddings
-from ._exchange import Exchange, answer_identity, answered_exchange, as_json_array, error_exchange, request_digest
+from ._exchange import Exchange, answer_identity, as_json_array, error_exchange, request_digest
 from ._limits import COUNT_ABOVE, MAX_CALLS_PER_TURN, MAX_MESSAGES, check_items, check_size
 from ._refusals import budget_error, check_tools, gemini_alt, internal, store_unavailable, too_large, unknown_scenario
 from ._repeats import Digested, Repeats, history_keys, repeat_error
-from ._replay import render_turn, replay
+from ._replay import replay
 from ._scenario import Scenario, Step
 from ._senders import caller_key, owner_key
-from ._tolerance import ECHO_MODES, TOLERATED, Echo, plays_serially, undeclared_answer
+from ._tolerance import ECHO_MODES, Echo, plays_serially, undeclared_answer
 from ._wrong_path import wrong_path
-from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults, shape
+from .faults import Applied, Fault, FaultPlan, fault_error, parse_faults
 from .kept import CONVERSATIONS, DEFAULT_MAX_KEPT, DEFAULT_MAX_KEPT_BYTES, KeptState, Replayed, Resume, StoreUnavailable
 
 __all__ = [
@@ -359,45 +361,7 @@ class Engine:
             plain_stream = applied is not None and applied.fault.kind == "stream_error" and not conversation.stream
             if applied is not None and (applied.fault.is_error or plain_stream):
                 raise fault_error(applied, wire.name, conversation.model, digest)
-        turn = render_turn(wire, scenario, position, conversation, len(body), digest, serial=serial)
-        response: Mapping[str, Any] | None = None
-        if conversation.stream:
-            frames, response = wire.encode_stream_answer(turn, conversation)
-            chunks = tuple(frames)
-            headers = {
-                "content-type": wire.stream_media_type,
-                **wire.request_headers(digest),
-                **wire.answer_headers(digest, stream=True),
-            }
-        else:
-            answer, response = wire.encode_answer(turn, conversation)
-            chunks = (answer,)
-            headers = {
-                "content-type": wire.media_type,
-                **wire.request_headers(digest),
-                **wire.answer_headers(digest, stream=False),
-            }
-        if position.tolerated:
-            headers[TOLERATED] = "; ".join(position.tolerated).encode("ascii", "backslashreplace").decode("ascii")
-        delivery = None
-        if applied is not None:
-            chunks, delivery = shape(applied.fault, wire.name, chunks, stream=conversation.stream)
-        exchange = answered_exchange(
-            method,
-            path,
-            headers,
-            chunks,
-            body,
-            wire.name,
-            conversation,
-            scenario.name,
-            position.step,
-            turn,
-            applied.fault if applied is not None else None,
-            delivery,
-            tuple(position.tolerated),
-        )
-        return exchange, response
+        return answer_at((method, path, body), wire, scenario, conversation, position, digest, applied, serial=serial)
 
     def _fault_for(
         self,

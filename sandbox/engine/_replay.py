@@ -1,11 +1,12 @@
 """Replay a request's history against the script: where are we, and was every echoed turn ours?
 
 The history is the only state. Ids derive from (scenario, step, index), so the script can recompute
-what it sent at every earlier step and compare the echoed turn with it. The wire format has already
-enforced the provider's own ordering rules; what is left here are the mistakes a real provider
-accepts but that leave the model confused (a turn rebuilt without its calls, a duplicated or edited
-turn), each answered with a `sandbox:` error that says what to change. Where the request's content
-chooses the steps (`when`, `respond`), `_choose` picks each turn's step from the history before it.
+what it sent at every earlier step (`_sent`) and compare the echoed turn with it. The wire format
+has already enforced the provider's own ordering rules; what is left here are the mistakes a real
+provider accepts but that leave the model confused (a turn rebuilt without its calls, a duplicated
+or edited turn), each answered with a `sandbox:` error that says what to change. Where the
+request's content chooses the steps (`when`, `respond`), `_choose` picks each turn's step from the
+history before it. The turn to play next is rendered by `_answer`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..messages._types import Message, Part, Reasoning, StopReason, Text, ToolCall, ToolResult, Usage
-from ..wire import Conversation, ErrorResponse, ModelTurn, Rule, WireFormat
-from ..wire._reasoning import reasoning_tokens
+from ..messages._types import Message, ToolCall, ToolResult
+from ..wire import Conversation, ErrorResponse, Rule, WireFormat
 from ._choose import choose, finished
-from ._scenario import Scenario, Step, is_usable, render_text
-from ._structured import structured_echo, structured_parts
+from ._scenario import Scenario, Step, is_usable
+from ._sent import expected_calls, expected_reasoning, sent_calls
+from ._structured import structured_echo
 
-__all__ = ["Position", "replay", "render_turn"]
+__all__ = ["Position", "replay"]
 
 
 @dataclass
@@ -41,126 +42,6 @@ class Position:
     """The step the next turn plays: `steps[script_index]`, or what a `respond` function returned."""
     visited: frozenset[int] = frozenset()
     """In a scenario whose content chooses its steps, the script steps already played to their end."""
-
-
-def expected_calls(wire: WireFormat, scenario: Scenario, step: Step, step_number: int) -> list[ToolCall]:
-    return [
-        ToolCall(wire.call_id(f"{scenario.name}/{step_number}/{index}"), call.name, dict(call.arguments))
-        for index, call in enumerate(step.calls)
-    ]
-
-
-class _SentCalls:
-    """(wire, scenario, step number, script step) -> the calls the script made there, for the replay to
-    compare with alone: never handed out (a caller could change their arguments), and recomputed only
-    when the scenario object is another one. Bounded: emptied when full. `cache_clear` and
-    `cache_info` as a `functools` memo has them, so whatever empties the sandbox's memos empties it."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self._size = size
-        self._calls: dict[tuple[str, int, int, int], tuple[Scenario, tuple[ToolCall, ...], int]] = {}
-        self.cache_clear = self._calls.clear
-        """Empties the memo (an attribute of the memo, not of its class, as a `functools` memo has it)."""
-
-    def __call__(
-        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
-    ) -> tuple[ToolCall, ...]:
-        found = self._calls.get((wire.name, id(scenario), step_number, script_index))  # `_made`'s hit, inline
-        if found is not None and found[0] is scenario:
-            return found[1]
-        return self._made(wire, scenario, script_index, step_number)[1]
-
-    def rendered(
-        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
-    ) -> tuple[list[ToolCall], int]:
-        """The calls for an answer (copies: the answer's own) and the output tokens they count (see
-        "Usage figures" in docs/agents/scenarios.md)."""
-        _, calls, tokens = self._made(wire, scenario, script_index, step_number)
-        copies = []
-        for call in calls:
-            copies.append(ToolCall(call.id, call.name, dict(call.arguments)))
-        return copies, tokens
-
-    def _made(
-        self, wire: WireFormat, scenario: Scenario, script_index: int, step_number: int
-    ) -> tuple[Scenario, tuple[ToolCall, ...], int]:
-        key = (wire.name, id(scenario), step_number, script_index)
-        found = self._calls.get(key)
-        if found is not None and found[0] is scenario:
-            return found
-        calls = tuple(expected_calls(wire, scenario, scenario.steps[script_index], step_number))
-        if len(self._calls) >= self._size:
-            self._calls.clear()
-        made = (scenario, calls, sum(8 + len(str(call.arguments)) // 4 for call in calls))
-        self._calls[key] = made
-        return made
-
-    def cache_info(self) -> int:
-        return len(self._calls)
-
-
-_sent_calls = _SentCalls()
-
-
-def expected_reasoning(
-    wire: WireFormat, scenario: Scenario, step: Step, step_number: int, conversation: Conversation
-) -> list[Reasoning]:
-    """The reasoning sent with turn `step_number`: recomputed, like the call ids, from the seed."""
-    if not scenario.reasoning:
-        return []
-    seed = f"{scenario.name}/{step_number}"
-    return wire.reasoning_parts(
-        seed, step.thought(), conversation, redacted=step.redacted_thinking, acting=bool(step.calls)
-    )
-
-
-_NO_CALLS: tuple[Sequence[ToolCall], int] = ((), 0)
-
-
-def render_turn(
-    wire: WireFormat,
-    scenario: Scenario,
-    position: Position,
-    conversation: Conversation,
-    body_size: int,
-    request_digest: str = "",
-    *,
-    serial: bool = False,
-) -> ModelTurn:
-    """The turn at `position`. `serial`: one call of the step (the next one) rather than all of them."""
-    step = position.playing or scenario.steps[position.script_index]
-    # A final answer makes no calls, and most scenarios do not reason: neither is asked for then.
-    calls, call_tokens = _NO_CALLS
-    if step.calls and scenario.respond is None:
-        calls, call_tokens = _sent_calls.rendered(wire, scenario, position.script_index, position.step)
-    elif step.calls:
-        calls = expected_calls(wire, scenario, step, position.step)
-        call_tokens = sum(8 + len(str(call.arguments)) // 4 for call in calls)
-    if serial and len(calls) > 1:
-        calls = calls[position.played : position.played + 1]
-        call_tokens = sum(8 + len(str(call.arguments)) // 4 for call in calls)
-    text = render_text(step.text, position.results, position.last) if step.text and not position.played else ""
-    reasoning = expected_reasoning(wire, scenario, step, position.step, conversation) if scenario.reasoning else ()
-    parts: list[Part] = [*reasoning, Text(text), *calls] if text else [*reasoning, *calls]
-    if step.output is not None:
-        parts = [*reasoning, *structured_parts(wire, scenario, step, position.step, conversation)]
-        calls = [part for part in parts if isinstance(part, ToolCall)]
-        call_tokens = sum(8 + len(str(call.arguments)) // 4 for call in calls)
-        text = "".join(part.text for part in parts if isinstance(part, Text))
-    stop = step.stop or (StopReason.TOOL_USE if calls else StopReason.END_TURN)
-    # docs/agents/scenarios.md, "Usage figures": 4 characters a token, thinking included in the output.
-    thinking = reasoning_tokens(step.thought()) if reasoning else 0
-    output_tokens = 1 + len(text) // 4 + call_tokens + thinking
-    return ModelTurn(
-        message=Message("assistant", parts),
-        stop_reason=stop,
-        # a step played one call per turn: each turn's items their own ids
-        seed=f"{scenario.name}/{position.step}" + (f"~{position.played}" if position.played else ""),
-        raw_stop_reason=step.stop_reasons.get(wire.name),
-        usage=Usage(input_tokens=max(1, body_size // 4), output_tokens=output_tokens),
-        request=request_digest,
-        reasoning_tokens=thinking,
-    )
 
 
 def replay(
@@ -231,7 +112,7 @@ def replay(
         if step.output is not None:
             expected: Sequence[ToolCall] = structured_echo(wire, scenario, step, step_number, echoed)
         elif scenario.respond is None:
-            expected = _sent_calls(wire, scenario, script_index, step_number)
+            expected = sent_calls(wire, scenario, script_index, step_number)
         else:
             expected = expected_calls(wire, scenario, step, step_number)
         if 0 < len(echoed) < len(expected):  # perhaps a parallel turn split over several messages
