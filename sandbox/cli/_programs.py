@@ -1,6 +1,6 @@
 """The commands for learners in another language: `sandbox init go DIR` and `sandbox grade [N] -- CMD`.
 
-`cli.py` registers them (`add_commands`); this module parses their options and hands the work to
+`_main` registers them (`add_commands`); this module parses their options and hands the work to
 `_scaffold` (a new Go module) and `grading.programs._grade` (the program, case by case). It touches only what
 those do: the folder `init` is given, the report `grade` is asked for, and (with `--room`) the
 workshop room the verdicts are posted to.
@@ -25,7 +25,7 @@ from ..wire import PROVIDERS
 from . import _room as room
 from ._scaffold import ScaffoldError, init_go
 
-__all__ = ["GRADE_TIMEOUT", "CommandLineError", "add_commands", "add_program_options", "watch_program"]
+__all__ = ["GRADE_TIMEOUT", "Command", "CommandLineError", "add_commands", "add_program_options", "watch_program"]
 
 GRADE_TIMEOUT = 10.0
 
@@ -114,12 +114,11 @@ def _grade(args: argparse.Namespace) -> int:
 
 def watch_program(args: argparse.Namespace) -> int:
     """`sandbox watch [N] [options] -- CMD`: build and grade the program now and after each save of its
-    source: challenge N, or each challenge in order up to the first that fails."""
+    source: challenge N, or each challenge in order up to the first that fails. `args.interval` is
+    checked by the caller (`_challenges`)."""
     from ..grading.judge._progress import CLEAR
     from ..grading.programs._watch import watch
 
-    if args.interval <= 0:
-        raise CommandLineError(f"--interval {args.interval}: use a number of seconds above 0.")
     chosen, run = _prepared(args, "watch")
     folder = Path.cwd()
     clear = sys.stdout.isatty()

@@ -169,8 +169,9 @@ def test_missing_challenges_folder_has_a_clear_error(
     assert "no challenges folder at or above" in capsys.readouterr().err
 
 
-def test_watch_rejects_a_bad_interval(course: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["watch", "--interval", "0", "--dir", str(course)]) == 2
+@pytest.mark.parametrize("program", [[], ["--", "./loop"]], ids=["exercises", "program"])
+def test_watch_rejects_a_bad_interval(course: Path, capsys: pytest.CaptureFixture[str], program: list[str]) -> None:
+    assert main(["watch", "--interval", "0", "--dir", str(course), *program]) == 2
     assert "--interval 0.0: use a number of seconds above 0." in capsys.readouterr().err
 
 
