@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from ._base import HEX, ErrorResponse, Rule, unique_token
@@ -36,13 +35,20 @@ def openai_request_headers(request_digest: str) -> dict[str, str]:
 
 
 def openai_error(
-    status: int, envelope: Mapping[str, Any], *, rule: Rule, message_index: int | None = None
+    status: int,
+    message: str,
+    *,
+    rule: Rule,
+    param: str | None = None,
+    code: str | None = None,
+    message_index: int | None = None,
 ) -> ErrorResponse:
-    """The envelope as the real API sends it, pretty-printed with two-space indents: Chat Completions
-    (neuron-core/neuron-ai#292) and Responses alike (a relayed Responses body, quoted raw in a public
-    issue: `'{\\n  "error": {\\n    "message": "No tool call found for function call output ...`)."""
+    """The OpenAI error envelope as the real API sends it, pretty-printed with two-space indents: Chat
+    Completions (neuron-core/neuron-ai#292) and Responses alike (a relayed Responses body, quoted raw
+    in a public issue: `'{\\n  "error": {\\n    "message": "No tool call found for function call output ...`)."""
+    error_type = "server_error" if status >= 500 else "invalid_request_error"
+    envelope = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
     body = to_bytes(json.dumps(envelope, indent=2, ensure_ascii=False))
-    message = envelope["error"]["message"]
     return ErrorResponse(
         status,
         body,

@@ -12,14 +12,12 @@ from .._base import (
     CREATED_AT,
     HEX,
     Conversation,
-    ErrorResponse,
     ModelTurn,
-    Rule,
     split_fragments,
     stable_token,
     unique_token,
 )
-from .._openai import openai_error
+from .._openai import openai_error as error  # the envelope Responses answers with too
 from .._sse import dumps, sse_frame
 from ._client import encode_call
 
@@ -110,20 +108,6 @@ def _deltas(turn: ModelTurn) -> list[dict[str, Any]]:
             for fragment in split_fragments(dumps(dict(call.arguments)))
         ]
     return deltas
-
-
-def error(
-    status: int,
-    message: str,
-    *,
-    rule: Rule,
-    param: str | None = None,
-    code: str | None = None,
-    message_index: int | None = None,
-) -> ErrorResponse:
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    envelope = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return openai_error(status, envelope, rule=rule, message_index=message_index)
 
 
 def _finish_reason(turn: ModelTurn, conversation: Conversation) -> str:

@@ -1,6 +1,6 @@
 """Fake side of `POST /v1/responses`: the texts and the per-field checks the real API answers with,
-and its error envelope (`wire_error`). Touches only request values; raises nothing but `ErrorResponse`.
-`_parse` walks the body with these, in the API's order.
+and its error envelope (`wire_error`, OpenAI's own). Touches only request values; raises nothing
+but `ErrorResponse`. `_parse` walks the body with these, in the API's order.
 
 The real API checks the body in a fixed order and answers the first problem it finds: the JSON
 itself, `model`, a missing `input`, unknown top-level keys, the `input` items, the other fields,
@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from ...messages._types import Role, Tool
-from .._base import ErrorResponse, Rule
+from .._base import Rule
 from .._json import decode
-from .._openai import openai_error
+from .._openai import openai_error as wire_error  # the envelope Chat Completions answers with too
 
 __all__ = [
     "EMPTY_INPUT",
@@ -121,21 +121,6 @@ MOVED_MESSAGES = (
     "https://platform.openai.com/docs/api-reference/responses/create."
 )  # [OBS]
 EMPTY_INPUT = "One of \"input\" or \"previous_response_id\" or 'prompt' or 'conversation' must be provided."
-
-
-def wire_error(
-    status: int,
-    message: str,
-    *,
-    rule: Rule,
-    param: str | None = None,
-    code: str | None = None,
-    message_index: int | None = None,
-) -> ErrorResponse:
-    """The OpenAI error envelope."""
-    error_type = "server_error" if status >= 500 else "invalid_request_error"
-    envelope = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    return openai_error(status, envelope, rule=rule, message_index=message_index)
 
 
 def fail(
