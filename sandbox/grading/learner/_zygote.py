@@ -32,12 +32,11 @@ from typing import Any
 
 from ...wire import PROVIDERS, get_wire_format
 from ..boundary._protocol import FrameBuffer, send
-from ..boundary._reaper import children
+from ..boundary._reaper import become_subreaper, children
 from ._worker import Worker
 
 __all__ = ["main"]
 
-_PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PRELOAD = (
@@ -57,7 +56,7 @@ def main() -> None:
     Under bubblewrap it is the sandbox's first process: learner code cannot signal it, and when it
     ends, the kernel ends everything in the sandbox with it."""
     control = socket.socket(fileno=int(sys.argv[1]))
-    _become_subreaper()
+    become_subreaper()
     for provider in PROVIDERS:  # imported once here, not again in every worker that meets it
         get_wire_format(provider)
     user = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else None
@@ -140,14 +139,6 @@ def _drop_root(uid: int, gid: int) -> None:
     os.setgid(gid)
     os.setuid(uid)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no one of the same user traces it
-
-
-def _become_subreaper() -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
-            pass
 
 
 def _reap(control: socket.socket, workers: set[int]) -> None:
