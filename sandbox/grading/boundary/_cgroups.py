@@ -74,17 +74,27 @@ def find_base(root: Path | None = None, *, membership: str | None = None) -> Pat
 
 def delegate(base: Path) -> None:
     """Have `base` hand the memory and pids controllers to the cgroups made in it. A grader alone in
-    `base` moves into `base/LEAF` first (the "no internal processes" rule). Raises `OSError` saying
-    why when `base` holds other processes, or the kernel refuses."""
+    `base` moves into `base/LEAF` first (the "no internal processes" rule). Removes the empty cgroups
+    of graders that were killed. Raises `OSError` saying why when `base` holds other processes, or
+    the kernel refuses."""
     enabled = (_read(base / "cgroup.subtree_control") or "").split()
-    if all(name in enabled for name in _NEEDED):
-        return
+    if not all(name in enabled for name in _NEEDED):
+        _enable(base)
+    for stale in base.glob("sandbox-*-*"):
+        pid = stale.name.split("-")[1]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                os.rmdir(stale)
+
+
+def _enable(base: Path) -> None:
     me = str(os.getpid())
     held = (_read(base / "cgroup.procs") or "").split()
     if any(pid != me for pid in held):
         raise OSError(
             f"other processes share the grader's cgroup {base} (pids {' '.join(held[:5])}): start the grader "
-            "in a cgroup of its own, e.g. `systemd-run --scope -p Delegate=yes pytest ...`"
+            "in a cgroup of its own (`systemd-run --scope -p Delegate=yes pytest ...`, or `exec pytest ...` "
+            "as a container's first process)"
         )
     leaf = base / LEAF
     if held:
@@ -98,11 +108,6 @@ def delegate(base: Path) -> None:
             with contextlib.suppress(OSError):
                 leaf.rmdir()
         raise OSError(f"the kernel refused to delegate {base}: {error.strerror or error}") from None
-    for stale in base.glob("sandbox-*-*"):  # left by a grader that was killed
-        pid = stale.name.split("-")[1]
-        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-            with contextlib.suppress(OSError):
-                stale.rmdir()
 
 
 @functools.lru_cache(maxsize=1)
