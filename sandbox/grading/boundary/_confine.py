@@ -29,11 +29,13 @@ from typing import Any
 __all__ = ["DENIED", "MEMORY_LIMIT", "PROCESS_LIMIT", "caps_notice", "seccomp_filter", "user_namespace"]
 
 MEMORY_LIMIT = 1 << 30
-"""Bytes of address space a worker may map: a learner's runaway allocation fails there with
-MemoryError, long before the machine runs short."""
+"""Bytes of memory a sandbox's processes may use together (cgroup v2, `_cgroups`), or else of address
+space a worker may map (`RLIMIT_AS`, where a learner's runaway allocation fails with MemoryError): in
+either case long before the machine runs short."""
 PROCESS_LIMIT = 512
-"""Processes and threads the learner's user may have at once, per sandbox under bubblewrap (its user
-namespace counts its own), per user in the fallback: a fork bomb stops there (`RLIMIT_NPROC`)."""
+"""Processes and threads a sandbox may have at once (cgroup v2), or else the learner's user (per
+sandbox under bubblewrap, whose user namespace counts its own; per user in the fallback): a fork
+bomb stops there (`pids.max`, `RLIMIT_NPROC`)."""
 
 DENIED = (
     "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv", "process_vm_writev", "perf_event_open",
@@ -45,10 +47,18 @@ _CLONE_NEW = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x2000
 """CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME: `clone` with any is refused."""
 
 
-def caps_notice(cpu: int, *, processes: bool) -> str:
-    """How learner code is capped, for the run's first line; `processes`: with the process cap."""
+def caps_notice(cpu: int, *, processes: bool, cgroups: bool, why: str = "") -> str:
+    """How learner code is capped, for the run's first line. `cgroups`: memory and processes by a cgroup
+    v2 of each sandbox's (`_cgroups`); else by rlimits, `processes` saying whether with the process cap,
+    and `why` why not cgroup v2."""
+    if cgroups:
+        return (
+            f"capped by cgroup v2 ({MEMORY_LIMIT >> 30} GiB of memory and {PROCESS_LIMIT} processes a sandbox) "
+            f"and rlimits ({cpu} s of CPU a worker)"
+        )
     count = f", {PROCESS_LIMIT} processes" if processes else ""
-    return f"capped by rlimits ({MEMORY_LIMIT >> 30} GiB of address space and {cpu} s of CPU a worker{count})"
+    because = f", not cgroup v2: {why}" if why else ""
+    return f"capped by rlimits ({MEMORY_LIMIT >> 30} GiB of address space and {cpu} s of CPU a worker{count}){because}"
 
 
 @functools.lru_cache(maxsize=1)

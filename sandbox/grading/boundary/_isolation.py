@@ -7,7 +7,9 @@ their own (the grader, the report's writer, other submissions' processes are not
 trace), no network (a namespace whose only way out is the endpoint's socket), a user namespace of
 their own and a seccomp filter (`_confine`), and they die with the grader. When the grader runs as
 root they also run as an unprivileged user (`nobody`, or `--grade-as USER`), under bubblewrap and in
-the fallback alike. Each worker and each program takes the caps of `_limits` as resource limits.
+the fallback alike. Each sandbox gets a cgroup of its own capping its memory and processes where
+the machine allows (`_cgroups`), and each worker and each program takes the other caps (and, without
+cgroup v2, those too) as resource limits (`_confine`).
 
 `--isolation strict` refuses to grade without bubblewrap and its filter, `process` never uses it,
 `auto` (the default) uses it when this machine allows.
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._cgroups import cgroup_base
 from ._confine import caps_notice, seccomp_filter, user_namespace
 from ._output import CPU_LIMIT
 
@@ -62,12 +65,18 @@ class Isolation:
     """Why bubblewrap is not used, when it is not."""
     unfiltered: str = ""
     """Why no seccomp filter applies under bubblewrap ("" when one does)."""
+    cgroups: Path | None = None
+    """Where each sandbox's own cgroup is made, capping its memory and processes (`_cgroups`); None:
+    rlimits cap learner code instead."""
+    rlimits_why: str = ""
+    """Why rlimits, not cgroup v2, cap learner code here (when `choose` looked)."""
     binds: tuple[str, ...] = field(default=(), compare=False)
 
     def notice(self) -> str:
         """The one line a run starts with: where learner code runs, as whom, under which caps."""
         who = f", as user {self.user}" if self.user else ""
-        caps = caps_notice(CPU_LIMIT, processes=self.sandboxed or self.uid is not None)
+        alone = self.sandboxed or self.uid is not None
+        caps = caps_notice(CPU_LIMIT, processes=alone, cgroups=self.cgroups is not None, why=self.rlimits_why)
         if self.sandboxed:
             walls = "read-only files, own pids, users and network, seccomp filter"
             if self.unfiltered:
@@ -146,8 +155,10 @@ def choose(mode: str, grade_as: str | None = None) -> Isolation:
         if entry.pw_uid == 0:
             raise IsolationError(f"--grade-as {user}: that is root. Name an unprivileged user.")
         uid, gid = entry.pw_uid, entry.pw_gid
+    base = cgroup_base()
+    cgroups, rlimits_why = (base, "") if isinstance(base, Path) else (None, base)
     if mode == "process":
-        return Isolation(False, uid, gid, user, why="--isolation process")
+        return Isolation(False, uid, gid, user, why="--isolation process", cgroups=cgroups, rlimits_why=rlimits_why)
     problem = _unusable()
     if problem and mode == "strict":
         raise IsolationError(
@@ -161,7 +172,9 @@ def choose(mode: str, grade_as: str | None = None) -> Isolation:
             f"--isolation strict: no seccomp filter can be built here: {unfiltered}. Install it, or grade with "
             "--isolation auto."
         )
-    return Isolation(not problem, uid, gid, user, why=problem, unfiltered=unfiltered)
+    return Isolation(
+        not problem, uid, gid, user, why=problem, unfiltered=unfiltered, cgroups=cgroups, rlimits_why=rlimits_why
+    )
 
 
 _STAND_IN = '''"""skyl's stream collector is off limits in this challenge: the grader's sandbox holds this file

@@ -1,10 +1,11 @@
 """The first process of a program's run (`sandbox grade`): it starts the program, keeps its deadline,
 and kills everything the program started before it reports how the program ended.
 
-    python -I -S _launch.py STATUS_FD SECONDS UID GID PORT SOCKET -- COMMAND...
+    python -I -S _launch.py STATUS_FD SECONDS UID GID PROCESSES PORT SOCKET -- COMMAND...
 
 It runs as the grader's user (root on an autograder) and starts the program as the unprivileged
-`UID:GID` (`-` to keep the user), so the program cannot signal or trace it. It is the "child
+`UID:GID` (`-` to keep the user), so the program cannot signal or trace it, capping that user's
+processes at `PROCESSES` (`-`: the sandbox's cgroup caps them). It is the "child
 subreaper" of everything below it: a process that leaves the program's session (`setsid`, a double
 fork) comes back to it, and is killed with the rest once the program ends or its time is up. Under
 bubblewrap it is the sandbox's first process (whose end ends the sandbox), and with `PORT` it
@@ -30,13 +31,11 @@ import time
 import warnings  # noqa: F401 - os.execvp needs it, and after the user changes it may not be readable
 
 _PR_SET_CHILD_SUBREAPER = 36
-_PROCESSES = 512
-"""As `_confine.PROCESS_LIMIT` (this script imports nothing of the package)."""
 
 
 def main(argv: list[str]) -> None:
-    status_fd, seconds, uid, gid, port, path = argv[:6]
-    command = argv[7:]
+    status_fd, seconds, uid, gid, processes, port, path = argv[:7]
+    command = argv[8:]
     os.set_inheritable(int(status_fd), False)  # the program must not write our report line
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if port != "-":
@@ -44,7 +43,7 @@ def main(argv: list[str]) -> None:
     ready_read, ready_write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _become(command, uid, gid, ready_write)
+        _become(command, uid, gid, processes, ready_write)
     os.close(ready_write)
     failed = os.read(ready_read, 4096).decode(errors="replace")  # empty: the program's exec succeeded
     if failed:
@@ -61,12 +60,13 @@ def main(argv: list[str]) -> None:
         _report(status_fd, f"exit {os.WEXITSTATUS(status)}")
 
 
-def _become(command: list[str], uid: str, gid: str, ready: int) -> None:
+def _become(command: list[str], uid: str, gid: str, processes: str, ready: int) -> None:
     """In the child: a session of its own, the unprivileged user, then the program."""
     try:
         os.setsid()
-        if uid != "-":  # a user of the learner's alone: cap its processes (a fork bomb stops there)
-            resource.setrlimit(resource.RLIMIT_NPROC, (_PROCESSES, _PROCESSES))
+        if uid != "-":
+            if processes != "-":  # a user of the learner's alone: cap its processes (a fork bomb stops there)
+                resource.setrlimit(resource.RLIMIT_NPROC, (int(processes), int(processes)))
             os.setgroups([])
             os.setgid(int(gid))
             os.setuid(int(uid))

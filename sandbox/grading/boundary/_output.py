@@ -7,6 +7,7 @@ import signal
 import sys
 from typing import Protocol
 
+from ._confine import MEMORY_LIMIT
 from ._text import escaped
 
 __all__ = ["CPU_LIMIT", "OUTPUT_LIMIT", "Capture", "describe_exit", "show_output"]
@@ -75,8 +76,9 @@ def show_output(worker: _Printed) -> None:
         sys.stderr.write(escaped(err))
 
 
-def describe_exit(status: int | None) -> str:
-    """How a process ended, for a learner: the exit code, or the signal and what usually sends it."""
+def describe_exit(status: int | None, *, out_of_memory: bool = False) -> str:
+    """How a process ended, for a learner: the exit code, or the signal and what usually sends it.
+    `out_of_memory`: the kernel killed a process of its sandbox for going over the sandbox's memory cap."""
     if status is None:
         return "its process ended (the grader could not learn how)"
     if os.WIFEXITED(status):
@@ -88,8 +90,11 @@ def describe_exit(status: int | None) -> str:
             name = signal.Signals(number).name
         except ValueError:
             name = f"signal {number}"
+        killed = f"the {CPU_LIMIT} s CPU limit, or the system ran out of memory"
+        if out_of_memory:
+            killed = f"your code ran out of its sandbox's {MEMORY_LIMIT >> 30} GiB of memory: hold less at once"
         why = {
-            "SIGKILL": f"the {CPU_LIMIT} s CPU limit, or the system ran out of memory",
+            "SIGKILL": killed,
             "SIGXCPU": f"it used more than its {CPU_LIMIT} s of CPU time",
             "SIGSEGV": "a crash of the interpreter, usually a recursion too deep for its stack",
             "SIGABRT": "the interpreter aborted, often a recursion too deep for its stack",

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ._cgroups import SandboxCgroup
+from ._confine import MEMORY_LIMIT, PROCESS_LIMIT
 from ._isolation import INSIDE, Isolation, in_runtime
 from ._protocol import ImplementationError
 from ._submission import check_regular
@@ -51,10 +53,11 @@ class ProgramRun:
     seconds: float = 0.0
     not_started: str = ""
     """Why the program could not be started at all (no such file, not executable)."""
+    out_of_memory: bool = False
+    """The kernel killed a process of its sandbox for going over the sandbox's memory cap (cgroup v2)."""
 
     @property
-    def exit_description(self) -> str:
-        """`exit status 1`, `killed by signal SIGSEGV`: as a person reads it."""
+    def _ended(self) -> str:
         if self.returncode is None:
             return "did not start"
         if self.returncode < 0:
@@ -63,6 +66,14 @@ class ProgramRun:
             except ValueError:
                 return f"killed by signal {-self.returncode}"
         return f"exit status {self.returncode}"
+
+    @property
+    def exit_description(self) -> str:
+        """`exit status 1`, `killed by signal SIGSEGV`: as a person reads it, with why when its sandbox
+        ran out of memory."""
+        if self.out_of_memory:
+            return f"{self._ended} after its sandbox ran out of its {MEMORY_LIMIT >> 30} GiB of memory"
+        return self._ended
 
 
 class _Collector:
@@ -125,6 +136,8 @@ def run_program(
         return _run(list(command), env, seconds, cwd, [])
     sandbox: contextlib.AbstractContextManager[tuple[list[str], list[int]]]
     who = [str(isolation.uid), str(isolation.gid)] if isolation.uid is not None else ["-", "-"]
+    # The process cap: its cgroup's where it has one, else an rlimit of the unprivileged user's.
+    who.append(str(PROCESS_LIMIT) if isolation.cgroups is None else "-")
     env = {**env, "PATH": os.pathsep.join(_absolute(env.get("PATH", os.defpath)))}
     status_read, status_write = os.pipe()
     if isolation.sandboxed and (relay is not None or building is not None):
@@ -161,14 +174,21 @@ def run_program(
     else:
         launch = [sys.executable, "-I", "-S", str(_LAUNCHER), str(status_write), f"{seconds:g}", *who, "-", "-"]
         sandbox = contextlib.nullcontext(([*launch, "--", *command], []))
+    cgroup = None
     try:
+        if isolation.cgroups is not None:
+            cgroup = SandboxCgroup(isolation.cgroups, memory=MEMORY_LIMIT, processes=PROCESS_LIMIT)
         with sandbox as (argv, fds):
-            run = _run(argv, env, seconds + _GRACE, cwd, [status_write, *fds])
+            run = _run(cgroup.command(argv) if cgroup else argv, env, seconds + _GRACE, cwd, [status_write, *fds])
+        if cgroup is not None:
+            run = dataclasses.replace(run, out_of_memory=cgroup.oom_kills() > 0)
     except OSError as error:
         os.close(status_read)
         return ProgramRun(None, "", "", not_started=f"the sandbox could not be made: {error}")
     finally:
         os.close(status_write)
+        if cgroup is not None:
+            cgroup.remove()
     with os.fdopen(status_read, "rb") as status:
         said = status.read().decode(errors="replace").strip()
     word, _, rest = said.partition(" ")

@@ -27,6 +27,7 @@ from typing import Any
 
 import sandbox
 
+from ._cgroups import SandboxCgroup
 from ._confine import MEMORY_LIMIT, PROCESS_LIMIT
 from ._isolation import INSIDE, Isolation, collector_hidden
 from ._output import CPU_LIMIT, OUTPUT_LIMIT, Capture, describe_exit, show_output
@@ -118,10 +119,14 @@ class Zygote:
         self._errors = tempfile.TemporaryFile()
         inside: AbstractContextManager[tuple[list[str], list[int]]]
         inside = self.isolation.bwrap(command, ro=ro) if self.isolation.sandboxed else nullcontext((command, []))
+        self._cgroup: SandboxCgroup | None = None
+        """The sandbox's own cgroup, capping its memory and processes (None: rlimits cap each worker)."""
         try:
+            if self.isolation.cgroups is not None:
+                self._cgroup = SandboxCgroup(self.isolation.cgroups, memory=MEMORY_LIMIT, processes=PROCESS_LIMIT)
             with inside as (argv, fds):
                 self._process = subprocess.Popen(
-                    argv,
+                    self._cgroup.command(argv) if self._cgroup is not None else argv,
                     pass_fds=[theirs.fileno(), *fds],
                     cwd=home,
                     env=_environment(),
@@ -131,6 +136,8 @@ class Zygote:
                     start_new_session=True,  # Ctrl-C stops pytest, which then closes the zygote in order
                 )
         except OSError as exc:
+            if self._cgroup is not None:
+                self._cgroup.remove()
             raise WorkerError(f"the grader could not start its worker process: {exc}") from None
         finally:
             theirs.close()
@@ -178,8 +185,14 @@ class Zygote:
             out_read, out_write = os.pipe()
             err_read, err_write = os.pipe()
             # A process cap counts every process of the user: only where that user is the learner's alone.
+            # Under a cgroup of the sandbox's own, that cgroup caps memory and processes instead.
             alone = self.isolation.sandboxed or self.isolation.uid is not None
-            limits = {"memory": MEMORY_LIMIT, "cpu": CPU_LIMIT, "processes": PROCESS_LIMIT if alone else None}
+            rlimited = self._cgroup is None
+            limits = {
+                "memory": MEMORY_LIMIT if rlimited else None,
+                "cpu": CPU_LIMIT,
+                "processes": PROCESS_LIMIT if alone and rlimited else None,
+            }
             try:
                 with self._sending:
                     socket.send_fds(
@@ -213,6 +226,10 @@ class Zygote:
     @property
     def alive(self) -> bool:
         return not self._ended.is_set()
+
+    def oom_kills(self) -> int:
+        """How many processes of this sandbox the kernel killed so far for going over its memory cap."""
+        return self._cgroup.oom_kills() if self._cgroup is not None else 0
 
     def kill(self, pid: int) -> None:
         """Kill worker `pid`'s process group. Under bubblewrap its pid is the sandbox's, which only the
@@ -263,6 +280,8 @@ class Zygote:
             self._process.wait()
         if self._reader.is_alive():
             self._reader.join(5)
+        if self._cgroup is not None:
+            self._cgroup.remove()
         self._errors.close()
         self._home.cleanup()
 
@@ -276,6 +295,7 @@ class WorkerProcess:
 
     def __init__(self, zygote: Zygote) -> None:
         self._zygote = zygote
+        self._oom_kills = zygote.oom_kills()
         self.pid, self._connection, out, err = zygote.spawn()
         self._stdout, self._stderr = Capture(out), Capture(err)
         self._buffer = FrameBuffer(ANSWER_LIMIT)
@@ -329,7 +349,7 @@ class WorkerProcess:
         self.alive = False
         status = self._zygote.status(self.pid, wait=5)
         self.kill()
-        return describe_exit(status)
+        return describe_exit(status, out_of_memory=self._zygote.oom_kills() > self._oom_kills)
 
     def output(self) -> tuple[str, str]:
         """What the worker printed since the last call: (stdout, stderr), each cut to a readable size."""
