@@ -70,6 +70,14 @@ def lesson_loop(
     raise skyl.ToolLoopError(f"gave up after {rounds} rounds")
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, unknown under `-p no:xdist`
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`pytest -n auto` starts two workers a core: most of the suite's slow tests wait (on grading
+    subprocesses, real retry delays, servers starting) rather than compute, so one a core leaves the
+    cores half idle."""
+    return 2 * (os.cpu_count() or 1)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark what needs a toolchain (the `go` or `node` fixture) and the framework suite (slow: real agent
     frameworks' own loops), and run that suite last: the frameworks cache clients whose connections stay

@@ -18,8 +18,14 @@ pytestmark = pytest.mark.slow
 
 
 def _fresh_venv(folder: Path) -> Path:
-    venv.create(folder, with_pip=True)
+    """An empty venv; this interpreter's pip installs into it (`pip --python`), so it needs none of its own."""
+    venv.create(folder, with_pip=False)
     return folder / "bin" / "python"
+
+
+def _install(python: Path, *requirements: str) -> None:
+    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile", *requirements]
+    subprocess.run(command, check=True, capture_output=True)
 
 
 def _readme_quick_start() -> str:
@@ -38,9 +44,7 @@ def test_a_built_wheel_runs_the_engineers_quick_start(tmp_path: Path) -> None:
     )
     (wheel,) = (tmp_path / "dist").glob("skyl_sandbox-*.whl")
     python = _fresh_venv(tmp_path / "venv")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", str(wheel), "anthropic"], check=True, capture_output=True
-    )
+    _install(python, str(wheel), "anthropic")
     (tmp_path / "quick_start.py").write_text(_readme_quick_start(), encoding="utf-8")
     ran = subprocess.run(
         [str(python), "quick_start.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
@@ -51,9 +55,7 @@ def test_a_built_wheel_runs_the_engineers_quick_start(tmp_path: Path) -> None:
 
 def test_an_editable_install_shows_its_types_to_mypy(tmp_path: Path) -> None:
     python = _fresh_venv(tmp_path / "venv")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)], check=True, capture_output=True
-    )
+    _install(python, "--no-deps", "-e", str(ROOT))
     (tmp_path / "uses_sandbox.py").write_text(
         "import sandbox\nfrom sandbox import skyl\n\n"
         "engine: sandbox.Engine = sandbox.Engine('single_call')\n"

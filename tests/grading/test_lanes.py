@@ -12,12 +12,15 @@ first test waits until another lane has started that challenge.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -99,9 +102,11 @@ def _grade(
     return done, pids.read_text().splitlines() if pids.exists() else []
 
 
-def _same_run(text: str) -> str:
-    """What a run printed, without what differs from run to run (durations, the report's path)."""
-    text = re.sub(r"=* (.*) in \d+\.\d+s( \(\d+:\d+:\d+\))? =*", r"\1 in Xs", text)
+def _same_run(text: str, where: Path) -> str:
+    """What a run in the course folder `where` printed, without what differs from run to run (durations,
+    the folder, the report's path, and the rules' padding around a path)."""
+    text = re.sub(r"=* (.*) in \d+\.\d+s( \(\d+:\d+:\d+\))? =*", r"\1 in Xs", text.replace(str(where), "COURSE"))
+    text = re.sub(r"^-+ (generated xml file: .*?) -+$", r"\1", text, flags=re.MULTILINE)
     return re.sub(r"report-\d\.json", "report.json", re.sub(r"junit-\d\.xml", "junit.xml", text))
 
 
@@ -143,28 +148,49 @@ def _processes(pids: list[str]) -> dict[str, set[str]]:
     return ran
 
 
-def _same_results(one: subprocess.CompletedProcess[str], many: subprocess.CompletedProcess[str], where: Path,
-                  lanes: int) -> None:  # fmt: skip
-    assert one.returncode == many.returncode == 1, one.stdout + one.stderr + many.stdout + many.stderr
-    assert _same_run(many.stdout) == _same_run(one.stdout)
-    assert many.stderr == one.stderr
-    assert _report(where / f"report-{lanes}.json") == _report(where / "report-1.json")
-    assert _junit(where / f"junit-{lanes}.xml") == _junit(where / "junit-1.xml")
-    assert "failed" in one.stdout.splitlines()[-1] and "not started" in one.stdout.splitlines()[-1]
+@dataclasses.dataclass(frozen=True)
+class OneLane:
+    """A course graded in one lane: what the lanes' runs of the same course are compared with."""
+
+    where: Path
+    done: subprocess.CompletedProcess[str]
+    pids: list[str]
+
+
+@pytest.fixture(scope="module")
+def one_lane(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], OneLane]:
+    """Each course graded once in one lane, shared by the tests that compare lanes with it."""
+
+    @functools.cache
+    def graded(course: str) -> OneLane:
+        where = tmp_path_factory.mktemp("one-lane")
+        _course(where, COURSES[course])
+        return OneLane(where, *_grade(where, 1))
+
+    return graded
+
+
+def _same_results(one: OneLane, many: subprocess.CompletedProcess[str], where: Path, lanes: int) -> None:
+    assert one.done.returncode == many.returncode == 1, one.done.stdout + one.done.stderr + many.stdout + many.stderr
+    assert _same_run(many.stdout, where) == _same_run(one.done.stdout, one.where)
+    assert many.stderr == one.done.stderr
+    assert _report(where / f"report-{lanes}.json") == _report(one.where / "report-1.json")
+    assert _junit(where / f"junit-{lanes}.xml") == _junit(one.where / "junit-1.xml")
+    assert "failed" in one.done.stdout.splitlines()[-1] and "not started" in one.done.stdout.splitlines()[-1]
 
 
 @pytest.mark.parametrize("course", list(COURSES))
-def test_lanes_report_what_one_lane_reports(tmp_path: Path, course: str) -> None:
+def test_lanes_report_what_one_lane_reports(tmp_path: Path, course: str, one_lane: Callable[[str], OneLane]) -> None:
     _course(tmp_path, COURSES[course])
-    one, one_pids = _grade(tmp_path, 1)
-    assert len(set().union(*_processes(one_pids).values())) == 1
+    one = one_lane(course)
+    assert len(set().union(*_processes(one.pids).values())) == 1
     for lanes in (2, 3):
         many, many_pids = _grade(tmp_path, lanes)
         _same_results(one, many, tmp_path, lanes)
         # The same tests ran, in the same order within each challenge, each challenge in one process; the
         # last one in a forked lane from the start, at the same time as the first (their lines interleave).
         ran = _processes(many_pids)
-        assert _in_order(many_pids) == _in_order(one_pids)
+        assert _in_order(many_pids) == _in_order(one.pids)
         assert all(len(pids) == 1 for pids in ran.values()), ran
         assert ran["03_several_calls"] != ran["01_apply_tool_results"]
         if lanes == 3:  # one challenge each: the two forked lanes each take one as soon as they start
@@ -172,12 +198,14 @@ def test_lanes_report_what_one_lane_reports(tmp_path: Path, course: str) -> None
 
 
 @pytest.mark.slow
-def test_a_lane_grades_what_it_claims_in_its_own_order_and_it_is_reported_in_test_order(tmp_path: Path) -> None:
+def test_a_lane_grades_what_it_claims_in_its_own_order_and_it_is_reported_in_test_order(
+    tmp_path: Path, one_lane: Callable[[str], OneLane]
+) -> None:
     """The first lane is held in its first test until the forked lane, done with the last challenge (02 and
     03 have as many tests: the last of them first), has taken the middle one: that lane graded 03 then 02,
     and the run still reports 01, 02, 03."""
     _course(tmp_path, COURSES["a failing challenge in the second lane"])
-    one, _ = _grade(tmp_path, 1)
+    one = one_lane("a failing challenge in the second lane")
     held, pids = _grade(tmp_path, 2, hold="02_bounded_loop")
 
     _same_results(one, held, tmp_path, 2)
@@ -202,19 +230,22 @@ def test_a_run_that_stops_at_its_first_failure_keeps_one_lane(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_tests_the_second_lane_did_not_report_run_in_the_first(tmp_path: Path) -> None:
+def test_tests_the_second_lane_did_not_report_run_in_the_first(
+    tmp_path: Path, one_lane: Callable[[str], OneLane]
+) -> None:
     _course(tmp_path, COURSES["a failing challenge in the second lane"])
-    one, one_pids = _grade(tmp_path, 1)
-    test = next(line.rsplit(" ", 1)[0] for line in one_pids if "03_several_calls" in line)
-    cut = [line.rsplit(" ", 1)[0] for line in one_pids].index(test) + 3
-    died, pids = _grade(tmp_path, 2, die=[line.rsplit(" ", 1)[0] for line in one_pids][cut])
+    one = one_lane("a failing challenge in the second lane")
+    test = next(line.rsplit(" ", 1)[0] for line in one.pids if "03_several_calls" in line)
+    cut = [line.rsplit(" ", 1)[0] for line in one.pids].index(test) + 3
+    died, pids = _grade(tmp_path, 2, die=[line.rsplit(" ", 1)[0] for line in one.pids][cut])
 
-    assert died.returncode == one.returncode == 1
+    assert died.returncode == one.done.returncode == 1
     assert "sandbox: a grading lane ended early; its tests ran in the first lane instead." in died.stdout
     # The notice breaks the line of progress letters; the letters, the failures and the summary are the same.
-    assert _letters(died.stdout) == _letters(one.stdout) and len(_letters(one.stdout)) == 72
-    assert _same_run(died.stdout).split("= FAILURES =")[1] == _same_run(one.stdout).split("= FAILURES =")[1]
-    assert _report(tmp_path / "report-2.json") == _report(tmp_path / "report-1.json")
+    assert _letters(died.stdout) == _letters(one.done.stdout) and len(_letters(one.done.stdout)) == 72
+    failures = _same_run(died.stdout, tmp_path).split("= FAILURES =")[1]
+    assert failures == _same_run(one.done.stdout, one.where).split("= FAILURES =")[1]
+    assert _report(tmp_path / "report-2.json") == _report(one.where / "report-1.json")
     # The tests of 03 before the crash ran in the second lane; the one it died in and the rest, here.
     ran = [line.rsplit(" ", 1) for line in pids]
     first = {pid for nodeid, pid in ran if "01_apply_tool_results" in nodeid}
