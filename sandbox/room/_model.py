@@ -1,9 +1,10 @@
 """What the room knows, in memory: learners by challenges, who is stuck, which rules are broken now.
 
 May touch: nothing outside itself (no I/O, no clock of its own: every time is passed in). The store
-is the durable copy; this is the view, restored from the store at start-up. A change is computed
-first (`Room.after_run`), stored, and only then applied (`Room.replace`), so a failed write leaves
-the view as it was.
+is the durable copy, which every worker process shares; this is one process's view of it, reloaded
+from the store whenever the store changed (see `RoomService`). A change is computed from what is
+stored (`Room.after_run`) and stored; the view shows it once reloaded, so a failed write leaves the
+view as it was.
 
 A run is what one grader posted: per challenge of the room's catalogue the tallies, per failing
 test the rule and the headline (and, for the first failure of each challenge, the feedback as the
@@ -189,9 +190,9 @@ class Room:
         """The learner whose name has this `name_key`, if any."""
         return next((name for name in self.learners if name_key(name) == key), None)
 
-    def after_run(self, name: str, at: float, run: Mapping[str, Any]) -> Learner:
-        """`name`'s learner as it would be after `run`, leaving the room unchanged (see `replace`)."""
-        before = self.learners.get(name) or Learner(name, at)
+    @staticmethod
+    def after_run(before: Learner, at: float, run: Mapping[str, Any]) -> Learner:
+        """The learner `before` as they are after `run`, leaving `before` and the room unchanged."""
         learner = dataclasses.replace(before, last_run=at, cells=dict(before.cells))
         by_challenge: dict[str, list[Mapping[str, str]]] = {}
         for failure in run["failures"]:
@@ -222,19 +223,11 @@ class Room:
         self.version += 1
 
     def apply_run(self, name: str, at: float, run: Mapping[str, Any]) -> None:
-        self.replace(self.after_run(name, at, run))
-
-    def renamed(self, old: str, new: str) -> Learner:
-        """`old`'s learner under the name `new` (the room unchanged until `rename`)."""
-        return dataclasses.replace(self.learners[old], name=new)
-
-    def rename(self, old: str, learner: Learner) -> None:
-        self.learners.pop(old, None)
-        self.replace(learner)
+        self.replace(self.after_run(self.learners.get(name) or Learner(name, at), at, run))
 
     def merged(self, source: str, into: str) -> Learner:
         """`into`'s learner with `source`'s runs and conversations added, the newer cell of each
-        challenge kept (the room unchanged until `rename(source, merged)`)."""
+        challenge kept (the room unchanged)."""
         taken, kept = self.learners[source], self.learners[into]
         cells = dict(kept.cells)
         for challenge, cell in taken.cells.items():
@@ -255,19 +248,6 @@ class Room:
             latest_failure=max(failures, key=lambda f: float(f.get("at", 0))) if failures else None,
             conversations=conversations,
         )
-
-    def put_conversation(self, name: str, key: str, conversation: dict[str, Any]) -> str | None:
-        """Keep a conversation under its learner; returns the key of one dropped to stay in bounds."""
-        learner = self.learners.get(name)
-        if learner is None:
-            return None
-        learner.conversations.pop(key, None)
-        learner.conversations[key] = conversation
-        self.version += 1
-        if len(learner.conversations) > MAX_CONVERSATIONS:
-            dropped, _ = learner.conversations.popitem(last=False)
-            return dropped
-        return None
 
     # -- what the page shows ----------------------------------------------------------------------
 
@@ -391,14 +371,13 @@ class Room:
             "cells": {challenge: dataclasses.asdict(cell) for challenge, cell in learner.cells.items()},
         }
 
-    def restore(self, name: str, progress: Mapping[str, Any]) -> None:
-        learner = self.learners.get(name)
-        if learner is None:
-            return
-        learner.last_run = progress.get("last_run")
-        learner.latest_failure = progress.get("latest_failure")
-        for challenge, cell in progress.get("cells", {}).items():
-            if challenge in self.titles:  # a challenge no longer in the catalogue is no column
-                signature = tuple((str(test), str(rule)) for test, rule in cell["signature"])
-                learner.cells[challenge] = Cell(**{**cell, "signature": signature})
-        self.version += 1
+    def restored(self, learner: Learner, progress: Mapping[str, Any] | None) -> Learner:
+        """`learner` with the `progress` the store kept for them (see `progress`); the room unchanged."""
+        if progress:
+            learner.last_run = progress.get("last_run")
+            learner.latest_failure = progress.get("latest_failure")
+            for challenge, cell in progress.get("cells", {}).items():
+                if challenge in self.titles:  # a challenge no longer in the catalogue is no column
+                    signature = tuple((str(test), str(rule)) for test, rule in cell["signature"])
+                    learner.cells[challenge] = Cell(**{**cell, "signature": signature})
+        return learner
