@@ -106,14 +106,14 @@ class RoomApp:
         if api_key is None or not api_key.startswith(API_KEY_PREFIX):
             await self.inner(scope, receive, send)
             return
-        sink: list[Any] = []
+        sink: list[tuple[float, Any]] = []
         token = SINK.set(sink)
         try:
             await self.inner(scope, receive, send)
         finally:
             SINK.reset(token)
-        for exchange in sink:
-            await self.service.record(api_key, exchange)
+        for at, exchange in sink:
+            await self.service.record(api_key, at, exchange)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
@@ -145,8 +145,8 @@ class RoomApp:
                 raise RoomError(
                     429, "too_many_posts", "Too many posts for one learner: wait a moment.", retry_after=wait
                 )
-            await self.service.post_run(name, await _body(receive))
-            await _json(send, 202, {"accepted": True, "name": name, "version": self.service.room.version})
+            version = await self.service.post_run(name, await _body(receive))
+            await _json(send, 202, {"accepted": True, "name": name, "version": version})
         elif path == "/api/me" and method == "GET":
             name = await self.service.learner_for_token(bearer(scope))
             await _json(send, 200, {"name": name, "row": _row(self.service, name)})

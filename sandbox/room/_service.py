@@ -39,8 +39,9 @@ T = TypeVar("T")
 
 __all__ = ["API_KEY_PREFIX", "SINK", "Joined", "RecordingEngine", "RoomError", "RoomService"]
 
-SINK: contextvars.ContextVar[list[Exchange]] = contextvars.ContextVar("sandbox_room_sink")
-"""Where the engine leaves the exchanges of the request being served for a learner's key: set by
+SINK: contextvars.ContextVar[list[tuple[float, Exchange]]] = contextvars.ContextVar("sandbox_room_sink")
+"""Where the engine leaves the exchanges of the request being served for a learner's key, each with
+the time it was answered (before the learner had the answer, so before their next request): set by
 `RoomApp` around the sandbox's app, read back once the answer is sent (worker threads share it,
 as `asyncio.to_thread` copies the context)."""
 
@@ -76,7 +77,7 @@ class RecordingEngine(Engine):
         exchange = super().handle(*args, **kwargs)
         sink = SINK.get(None)
         if sink is not None:
-            sink.append(exchange)
+            sink.append((time.time(), exchange))
         return exchange
 
 
@@ -248,7 +249,8 @@ class RoomService:
     async def is_learner_token(self, token: str) -> bool:
         return await asyncio.to_thread(self.store.by_token, token) is not None
 
-    async def post_run(self, name: str, data: object) -> None:
+    async def post_run(self, name: str, data: object) -> int:
+        """Record `name`'s run: the page's `version` that first shows it."""
         try:
             run = parse_run(data, self.room.titles)
         except RoomInputError as error:
@@ -258,9 +260,11 @@ class RoomService:
         def change(stored: dict[str, Any] | None) -> dict[str, Any]:
             return room.progress(room.after_run(room.restored(Learner(name, now), stored), now, run))
 
-        if not await self._saved(self.store.update_progress, name, change):
+        stamp = await self._saved(self.store.update_progress, name, change)
+        if stamp is None:
             raise RoomError(401, "unknown_token", _UNKNOWN_TOKEN)
         await self.fresh()
+        return stamp
 
     # -- the instructor's hand --------------------------------------------------------------------
 
@@ -316,7 +320,7 @@ class RoomService:
             verified.update(stored or {}, **graded)
             return verified
 
-        if not await self._saved(self.store.update_verified, name, change):
+        if await self._saved(self.store.update_verified, name, change) is None:
             raise RoomError(404, "no_learner", f"No learner named {name[:60]!r} in this room.")
         await self.fresh()
         return verified
@@ -344,14 +348,15 @@ class RoomService:
 
     # -- their own loops --------------------------------------------------------------------------
 
-    async def record(self, api_key: str, exchange: Exchange) -> None:
-        """Keep the conversation `exchange` belongs to under the learner whose API key this is, if
-        anyone's (after the learner had their answer: a failed write only loses this transcript)."""
-        chat = chat_of(exchange, time.time())
+    async def record(self, api_key: str, at: float, exchange: Exchange) -> None:
+        """Keep the conversation `exchange` (answered at `at`) belongs to under the learner whose API
+        key this is, if anyone's (after the learner had their answer: a failed write only loses this
+        transcript)."""
+        chat = chat_of(exchange, at)
         if chat is None:
             return
         with contextlib.suppress(RoomError):
-            await self._saved(self.store.record_chat, api_key, chat.thread, chat.turns, chat.body["updated"], chat.body)
+            await self._saved(self.store.record_chat, api_key, chat.thread, chat.turns, at, chat.body)
 
     # -- the page's stream ------------------------------------------------------------------------
 

@@ -220,42 +220,51 @@ class RoomDatabase:
 
     # -- what learners sent -----------------------------------------------------------------------
 
-    def update_progress(self, learner: str, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> bool:
+    def update_progress(self, learner: str, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> int | None:
         """`learner`'s progress replaced by `change(progress as stored)`, in one transaction, so two
-        runs posted at once through two processes both count; False when there is no such learner."""
+        runs posted at once through two processes both count: the change's stamp (the page's
+        `version` that first shows it), or None when there is no such learner."""
         return self._update("progress", learner, change)
 
-    def update_verified(self, learner: str, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> bool:
+    def update_verified(self, learner: str, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> int | None:
         """The instructor's own grading of `learner`, per challenge (see `RoomService.verify`), as `update_progress`."""
         return self._update("verified", learner, change)
 
-    def _update(self, table: str, learner: str, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> bool:
+    def _update(
+        self, table: str, learner: str, change: Callable[[dict[str, Any] | None], dict[str, Any]]
+    ) -> int | None:
         with self._file.transaction() as db:
-            if db.execute("UPDATE learners SET seq = ? WHERE name = ?", (_next(db), learner)).rowcount != 1:
-                return False
+            stamp = _next(db)
+            if db.execute("UPDATE learners SET seq = ? WHERE name = ?", (stamp, learner)).rowcount != 1:
+                return None
             row = db.execute(f"SELECT body FROM {table} WHERE learner = ?", (learner,)).fetchone()  # noqa: S608
             body = change(json.loads(row[0]) if row is not None else None)
             db.execute(f"INSERT OR REPLACE INTO {table} (learner, body) VALUES (?, ?)", (learner, _dumps(body)))  # noqa: S608
-        return True
+        return stamp
 
     def record_chat(self, api_key: str, thread: str, turns: int, at: float, chat: dict[str, Any]) -> str | None:
-        """Keep `chat` under the learner whose API key this is: as their conversation of this `thread`
-        (a digest of provider, model and first turn) when it held fewer than `turns` turns (the loop
-        went on), else as a new one (it ran again), `requests` counting the requests of each; the
-        oldest dropped past `MAX_CONVERSATIONS`. The learner's name, or None when no learner holds the key."""
+        """Keep `chat` (of a request answered at `at`) under the learner whose API key this is: as
+        their latest conversation of this `thread` (a digest of provider, model and first turn) when
+        that held fewer than `turns` turns (the loop went on), else as a new one (it ran again), the
+        oldest dropped past `MAX_CONVERSATIONS`; `requests` counts the requests of each. A request
+        recorded after a later one of its conversation (two workers record in either order) only
+        counts. The learner's name, or None when no learner holds the key."""
         with self._file.transaction() as db:
             row = db.execute("SELECT name FROM learners WHERE api_key = ?", (digest(api_key),)).fetchone()
             if row is None:
                 return None
             learner, seq = str(row[0]), _next(db)
             found = db.execute(
-                "SELECT id, turns, body FROM conversations WHERE learner = ? AND thread = ? ORDER BY updated DESC",
+                "SELECT id, turns, body, updated FROM conversations WHERE learner = ? AND thread = ? "
+                "ORDER BY updated DESC",
                 (learner, thread),
             ).fetchone()
-            if found is not None and found[1] < turns:
-                key, requests = str(found[0]), int(json.loads(found[2]).get("requests", 0)) + 1
-            else:
-                key, requests = f"{int(at * 1000):x}-{seq}", 1
+            key, requests = f"{int(at * 1000):x}-{seq}", 1
+            if found is not None and (found[1] < turns or found[3] > at):
+                kept = json.loads(found[2])
+                key, requests = str(found[0]), int(kept.get("requests", 0)) + 1
+                if found[3] > at:  # the kept chat is of a later request: it stays
+                    chat, at, turns = kept, float(found[3]), int(found[1])
             db.execute(
                 "INSERT INTO conversations (learner, id, updated, body, seq, thread, turns) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) "
