@@ -20,6 +20,7 @@ import ipaddress
 import json
 import os
 import socket
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -151,7 +152,13 @@ def serve_room(
         path = Path(name)
     root = find_root(Path.cwd())
     titles = {info.name: info.title for info in load_challenges(root)} if root else {}
-    store = RoomDatabase(path)
+    try:
+        store = RoomDatabase(path)
+    except sqlite3.Error as error:
+        raise UsageError(
+            f"--room-db {path}: SQLite cannot open that file ({error}). Give a file in a folder that exists and "
+            "that this user may write, e.g. --room-db workshop.db."
+        ) from None
     service = RoomService(store, titles=titles, stuck_runs=args.stuck_runs, stuck_minutes=args.stuck_minutes)
 
     def ready(port: int) -> None:
