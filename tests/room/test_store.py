@@ -1,0 +1,47 @@
+"""The room's file, as several worker processes write it: in whatever order their writes land."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+from sandbox.room import RoomDatabase
+
+
+@contextmanager
+def _two(db: Path) -> Iterator[tuple[RoomDatabase, RoomDatabase]]:
+    """Two connections to one room file: what two worker processes hold."""
+    with closing(RoomDatabase(db)) as one, closing(RoomDatabase(db)) as two:
+        yield one, two
+
+
+def _chats(store: RoomDatabase, name: str) -> list[dict[str, object]]:
+    loaded = store.load({}, {})
+    return [body for _, _, body in loaded.conversations[name] if body is not None]
+
+
+def test_store_a_request_recorded_after_a_later_one_of_its_conversation_only_counts(tmp_path: Path) -> None:
+    with _two(tmp_path / "room.db") as (one, two):
+        assert one.add_learner("ada", "rt-ada", "sk-room-ada", 0.0, 1e12)
+        assert two.record_chat("sk-room-ada", "thread", 3, 20.0, {"entries": ["second"]}) == "ada"
+        assert one.record_chat("sk-room-ada", "thread", 1, 10.0, {"entries": ["first"]}) == "ada"
+        (chat,) = _chats(two, "ada")
+        assert (chat["entries"], chat["requests"]) == (["second"], 2), "the later request's chat, both requests"
+        assert one.record_chat("sk-room-ada", "thread", 1, 30.0, {"entries": ["again"]}) == "ada"
+        assert [chat["entries"] for chat in _chats(one, "ada")] == [["second"], ["again"]], "the loop ran again"
+
+
+def test_store_a_key_nobody_holds_records_nothing(tmp_path: Path) -> None:
+    with closing(RoomDatabase(tmp_path / "room.db")) as store:
+        assert store.add_learner("ada", "rt-ada", "sk-room-ada", 0.0, 1e12)
+        assert store.remove_learner("ada")
+        assert store.record_chat("sk-room-ada", "thread", 1, 10.0, {"entries": []}) is None
+        assert store.load({}, {}).learners == {}
+
+
+def test_store_a_name_is_taken_in_every_spelling_by_whichever_process(tmp_path: Path) -> None:
+    with _two(tmp_path / "room.db") as (one, two):
+        assert one.add_learner("Bob", "rt-1", "sk-room-1", 0.0, 1e12)
+        assert not two.add_learner("BOB", "rt-2", "sk-room-2", 0.0, 1e12)
+        assert not two.add_learner("B\u043eb", "rt-3", "sk-room-3", 0.0, 1e12), "a Cyrillic o is the same name"
