@@ -176,11 +176,8 @@ class Room:
         self.roster: dict[str, str] = {}
         """The instructor's list, name key -> name as listed (empty: anyone may join)."""
         self.version = 0
-        """Counts every change: the page's stream sends an update when it moves."""
-
-    def join(self, name: str, joined: float) -> None:
-        self.learners.setdefault(name, Learner(name, joined))
-        self.version += 1
+        """Moves with every change: the store's stamp of its latest change, as of the view's last
+        reload (see `RoomService`), the same in every worker process."""
 
     def leave(self, name: str) -> None:
         self.learners.pop(name, None)
