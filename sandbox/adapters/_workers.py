@@ -15,7 +15,9 @@ and through each worker's engine the store it names.
 from __future__ import annotations
 
 import functools
+import signal
 from collections.abc import Callable, Iterable
+from types import FrameType
 
 from uvicorn.supervisors import Multiprocess
 
@@ -34,7 +36,7 @@ from ._serve import (
     signals_end_the_server,
 )
 
-__all__ = ["serve_workers"]
+__all__ = ["before_shutdown", "serve_workers"]
 
 
 def serve_workers(
@@ -89,3 +91,19 @@ def _worker_app(
     quiet_logs()
     app = SandboxApp(make_engine(), body_timeout=body_timeout, cors_origins=cors_origins)
     return SendTimeout(wrap(app) if wrap is not None else app, write_timeout)
+
+
+def before_shutdown(stop: Callable[[], None]) -> None:
+    """In a worker process, as its app is built: `stop()` runs as the worker begins to shut down (on
+    SIGTERM or SIGINT), before uvicorn's own handler, as `serve`'s `on_stop` does in one process."""
+    for number in (signal.SIGTERM, signal.SIGINT):
+        then = signal.getsignal(number)
+        if callable(then):
+            signal.signal(number, functools.partial(_stop_then, stop, then))
+
+
+def _stop_then(
+    stop: Callable[[], None], then: Callable[[int, FrameType | None], object], number: int, frame: FrameType | None
+) -> None:
+    stop()
+    then(number, frame)

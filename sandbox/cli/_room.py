@@ -34,7 +34,7 @@ import httpx
 from .._exceptions import UsageError
 from ..adapters._asgi import SandboxApp
 from ..adapters._serve import serve
-from ..adapters._workers import serve_workers
+from ..adapters._workers import before_shutdown, serve_workers
 from ..engine._engine import Engine
 from ..grading.judge._meta import find_root, load_challenges
 from ..grading.judge._room_graded import grade_run
@@ -136,6 +136,11 @@ def reachable_hosts(host: str) -> list[str]:
 def room_app(path: Path, titles: dict[str, str], stuck_runs: int, stuck_minutes: float, app: SandboxApp) -> RoomApp:
     """The room around one worker process's sandbox `app`, on the room's file at `path` (see `serve_room`)."""
     service = RoomService(RoomDatabase(path), titles=titles, stuck_runs=stuck_runs, stuck_minutes=stuck_minutes)
+
+    def stop() -> None:
+        service.closing = True  # the page's open streams end within a second, not at the grace's end
+
+    before_shutdown(stop)
     return RoomApp(app, service)
 
 

@@ -300,11 +300,15 @@ def test_room_command_with_two_workers_is_one_room(tmp_path: Path) -> None:
             detail = connection.call("GET", "/room/api/learners/learner%202", key=key)[1]
             assert detail["conversations"][0]["requests"] == 2, "one conversation across both workers"
 
-    with _room_with_two_workers(db) as (port, again, _):
-        assert again == key, "the instructor's URL survives the restart"
-        with contextlib.closing(Connection(port)) as connection:
-            rows = _rows(connection, key)
-        assert {name: row["conversations"] for name, row in rows.items()} == dict.fromkeys(learners, 1)
-        assert all(
-            row["cells"]["02_bounded_loop"]["status"] == "passed" for name, row in rows.items() if name == "learner 1"
-        )
+    with contextlib.ExitStack() as after:
+        with _room_with_two_workers(db) as (port, again, _):
+            assert again == key, "the instructor's URL survives the restart"
+            with contextlib.closing(Connection(port)) as connection:
+                rows = _rows(connection, key)
+            assert {name: row["conversations"] for name, row in rows.items()} == dict.fromkeys(learners, 1)
+            assert rows["learner 1"]["cells"]["02_bounded_loop"]["status"] == "passed"
+            url, headers = f"http://127.0.0.1:{port}/room/api/events", {"authorization": f"Bearer {key}"}
+            lines = after.enter_context(httpx.stream("GET", url, headers=headers)).iter_lines()
+            assert len(json.loads(next(line for line in lines if line.startswith("data: "))[6:])["rows"]) == 4
+        rest = list(lines)  # an open page's stream ends whole as its worker stops, never cut at the grace's end
+        assert not [line for line in rest if line.startswith("data: ")]
