@@ -284,10 +284,9 @@ class RoomService:
         new = clean_name(given)
         if new is None:
             raise RoomError(400, "bad_name", f"name={str(given)[:60]!r}: use 1 to {MAX_NAME} visible characters.")
-        holder = self.room.holder(name_key(new))
-        if holder is not None and holder != old:
+        holder = await self._saved(self.store.rename_learner, old, new)
+        if holder is not None:
             raise RoomError(409, "name_taken", f"{new!r} is {holder!r}'s name already: merge them instead.")
-        await self._saved(self.store.rename_learner, old, new)
         await self.fresh()
         return new
 

@@ -150,8 +150,7 @@ class RoomDatabase:
         """Record a new learner; False when the name, or one that differs only in case, accents or
         look-alike letters (`name_key`), is taken."""
         with self._file.transaction() as db:
-            key = name_key(name)
-            if any(name_key(str(row[0])) == key for row in db.execute("SELECT name FROM learners")):
+            if _holder(db, name) is not None:
                 return False
             db.execute(
                 "INSERT INTO learners (name, token, api_key, joined, expires, seq) VALUES (?, ?, ?, ?, ?, ?)",
@@ -178,13 +177,19 @@ class RoomDatabase:
             _next(db)
         return cursor.rowcount == 1
 
-    def rename_learner(self, old: str, new: str) -> None:
-        """`old` is known as `new` from now on: the same token, API key, runs and conversations."""
+    def rename_learner(self, old: str, new: str) -> str | None:
+        """`old` is known as `new` from now on: the same token, API key, runs and conversations. The
+        learner already holding `new` (in any spelling, see `add_learner`), if another one does, and
+        then nothing changes."""
         with self._file.transaction() as db:
+            holder = _holder(db, new)
+            if holder is not None and holder != old:
+                return holder
             db.execute("UPDATE learners SET name = ?, seq = ? WHERE name = ?", (new, _next(db), old))
             db.execute("UPDATE progress SET learner = ? WHERE learner = ?", (new, old))
             db.execute("UPDATE verified SET learner = ? WHERE learner = ?", (new, old))
             db.execute("UPDATE conversations SET learner = ? WHERE learner = ?", (new, old))
+        return None
 
     def merge_learners(self, source: str, into: str, progress: dict[str, Any], kept: list[str]) -> None:
         """`source` folded into `into`: `into` gets `progress` and the conversations keyed `kept` of
@@ -327,6 +332,12 @@ class RoomDatabase:
             db.execute("INSERT OR REPLACE INTO limits VALUES (?, ?, ?)", (key, tokens - 1 if not wait else tokens, now))
             db.execute("DELETE FROM limits WHERE stamp < ?", (now - burst / rate,))
         return wait
+
+
+def _holder(db: sqlite3.Connection, name: str) -> str | None:
+    """The learner whose name is `name` in some spelling (`name_key`), if any."""
+    key = name_key(name)
+    return next((str(row[0]) for row in db.execute("SELECT name FROM learners") if name_key(str(row[0])) == key), None)
 
 
 def _next(db: sqlite3.Connection) -> int:

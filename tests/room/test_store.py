@@ -40,8 +40,12 @@ def test_store_a_key_nobody_holds_records_nothing(tmp_path: Path) -> None:
         assert store.load({}, {}).learners == {}
 
 
-def test_store_a_name_is_taken_in_every_spelling_by_whichever_process(tmp_path: Path) -> None:
+def test_store_a_name_is_taken_in_every_spelling_whichever_process_joins_or_renames(tmp_path: Path) -> None:
     with _two(tmp_path / "room.db") as (one, two):
         assert one.add_learner("Bob", "rt-1", "sk-room-1", 0.0, 1e12)
         assert not two.add_learner("BOB", "rt-2", "sk-room-2", 0.0, 1e12)
         assert not two.add_learner("B\u043eb", "rt-3", "sk-room-3", 0.0, 1e12), "a Cyrillic o is the same name"
+        assert two.add_learner("Ada", "rt-4", "sk-room-4", 0.0, 1e12)
+        assert one.rename_learner("Ada", "bob") == "Bob", "renamed into someone else's name: refused"
+        assert set(two.load({}, {}).learners) == {"Ada", "Bob"}
+        assert one.rename_learner("Ada", "ADA") is None, "a learner may respell their own name"
