@@ -222,28 +222,21 @@ class Room:
     def apply_run(self, name: str, at: float, run: Mapping[str, Any]) -> None:
         self.replace(self.after_run(self.learners.get(name) or Learner(name, at), at, run))
 
-    def merged(self, source: str, into: str) -> Learner:
-        """`into`'s learner with `source`'s runs and conversations added, the newer cell of each
-        challenge kept (the room unchanged)."""
-        taken, kept = self.learners[source], self.learners[into]
+    @staticmethod
+    def merged(taken: Learner, kept: Learner) -> Learner:
+        """`kept` with `taken`'s runs added, the newer cell of each challenge kept (both unchanged; the
+        store moves the conversations, see `RoomDatabase.merge_learners`)."""
         cells = dict(kept.cells)
         for challenge, cell in taken.cells.items():
             if challenge not in cells or cell.at > cells[challenge].at:
                 cells[challenge] = cell
         runs = [at for at in (taken.last_run, kept.last_run) if at is not None]
         failures = [f for f in (taken.latest_failure, kept.latest_failure) if f]
-        conversations = OrderedDict(
-            sorted({**taken.conversations, **kept.conversations}.items(), key=lambda item: item[1].get("updated", 0))
-        )
-        while len(conversations) > MAX_CONVERSATIONS:
-            conversations.popitem(last=False)
         return dataclasses.replace(
             kept,
-            joined=min(taken.joined, kept.joined),
             last_run=max(runs) if runs else None,
             cells=cells,
             latest_failure=max(failures, key=lambda f: float(f.get("at", 0))) if failures else None,
-            conversations=conversations,
         )
 
     # -- what the page shows ----------------------------------------------------------------------

@@ -296,9 +296,14 @@ class RoomService:
         self._known(into)
         if source == into:
             raise RoomError(400, "same_learner", "Merge a learner into another one, not into themselves.")
-        merged = self.room.merged(source, into)
-        kept = list(merged.conversations)
-        await self._saved(self.store.merge_learners, source, into, self.room.progress(merged), kept)
+        room = self.room
+
+        def change(taken: dict[str, Any] | None, kept: dict[str, Any] | None) -> dict[str, Any]:
+            both = (room.restored(Learner(name, 0.0), stored) for name, stored in ((source, taken), (into, kept)))
+            return room.progress(room.merged(*both))
+
+        if not await self._saved(self.store.merge_learners, source, into, change):
+            raise RoomError(404, "no_learner", f"{source[:60]!r} or {into[:60]!r} left the room meanwhile.")
         await self.fresh()
 
     async def verify(self, name: str, data: object) -> dict[str, Any]:

@@ -191,18 +191,34 @@ class RoomDatabase:
             db.execute("UPDATE conversations SET learner = ? WHERE learner = ?", (new, old))
         return None
 
-    def merge_learners(self, source: str, into: str, progress: dict[str, Any], kept: list[str]) -> None:
-        """`source` folded into `into`: `into` gets `progress` and the conversations keyed `kept` of
-        both; `source` is gone."""
+    def merge_learners(
+        self,
+        source: str,
+        into: str,
+        change: Callable[[dict[str, Any] | None, dict[str, Any] | None], dict[str, Any]],
+    ) -> bool:
+        """`source` folded into `into`, in one transaction: `into` gets `change(source's progress,
+        into's progress)`, the earlier join, and the newest `MAX_CONVERSATIONS` of both's
+        conversations; `source` is gone. False (and nothing changed) unless both are learners."""
         with self._file.transaction() as db:
-            db.execute("UPDATE conversations SET learner = ?, seq = ? WHERE learner = ?", (into, _next(db), source))
-            marks = ",".join("?" * len(kept))
-            db.execute(f"DELETE FROM conversations WHERE learner = ? AND id NOT IN ({marks})", (into, *kept))  # noqa: S608
+            joined = [row[0] for row in db.execute("SELECT joined FROM learners WHERE name IN (?, ?)", (source, into))]
+            if source == into or len(joined) != 2:
+                return False
+            stored = dict(db.execute("SELECT learner, body FROM progress WHERE learner IN (?, ?)", (source, into)))
+            progress = change(*(json.loads(stored[name]) if name in stored else None for name in (source, into)))
+            seq = _next(db)
+            db.execute("UPDATE OR IGNORE conversations SET learner = ?, seq = ? WHERE learner = ?", (into, seq, source))
+            db.execute(
+                "DELETE FROM conversations WHERE learner = ? OR (learner = ? AND id NOT IN "
+                "(SELECT id FROM conversations WHERE learner = ? ORDER BY updated DESC LIMIT ?))",
+                (source, into, into, MAX_CONVERSATIONS),
+            )
             db.execute("DELETE FROM learners WHERE name = ?", (source,))
             db.execute("DELETE FROM progress WHERE learner = ?", (source,))
             db.execute("DELETE FROM verified WHERE learner = ?", (source,))
             db.execute("INSERT OR REPLACE INTO progress (learner, body) VALUES (?, ?)", (into, _dumps(progress)))
-            db.execute("UPDATE learners SET seq = ? WHERE name = ?", (_next(db), into))
+            db.execute("UPDATE learners SET seq = ?, joined = ? WHERE name = ?", (seq, min(joined), into))
+        return True
 
     def by_token(self, token: str) -> LearnerRecord | None:
         return self._learner("token", token)

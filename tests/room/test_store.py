@@ -49,3 +49,17 @@ def test_store_a_name_is_taken_in_every_spelling_whichever_process_joins_or_rena
         assert one.rename_learner("Ada", "bob") == "Bob", "renamed into someone else's name: refused"
         assert set(two.load({}, {}).learners) == {"Ada", "Bob"}
         assert one.rename_learner("Ada", "ADA") is None, "a learner may respell their own name"
+
+
+def test_store_a_merge_keeps_the_newest_conversations_of_both_and_the_earlier_join(tmp_path: Path) -> None:
+    with _two(tmp_path / "room.db") as (one, two):
+        assert one.add_learner("ada", "rt-1", "sk-room-1", 5.0, 1e12)
+        assert two.add_learner("ada 2", "rt-2", "sk-room-2", 1.0, 1e12)
+        for at in range(10):  # a new conversation each: a first turn of its own
+            one.record_chat("sk-room-1", f"ada-{at}", 1, 10.0 + 2 * at, {"at": 10 + 2 * at})
+            two.record_chat("sk-room-2", f"two-{at}", 1, 11.0 + 2 * at, {"at": 11 + 2 * at})
+        assert two.merge_learners("ada 2", "ada", lambda taken, kept: {"cells": {}})
+        loaded = one.load({}, {})
+        assert loaded.learners["ada"][0] == 1.0 and "ada 2" not in loaded.learners
+        assert [chat["at"] for _, _, chat in loaded.conversations["ada"] if chat] == list(range(18, 30))
+        assert not one.merge_learners("ada 2", "ada", lambda taken, kept: {}), "gone already: nothing to merge"
