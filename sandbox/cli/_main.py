@@ -250,10 +250,12 @@ def _serve(args: argparse.Namespace) -> int:
     token = record.control_token(args) if hasattr(args, "control") else None
     if token is not None and args.room:
         raise CommandError("--control serves the sandbox alone: drop --room, or --control.")
-    if args.workers > 1 and args.room:
+    if args.room and args.store is not None and args.store.startswith(("redis://", "rediss://")):
         raise CommandError(
-            f"--workers {args.workers} with a workshop room: the room's live page is served by one process. Run the "
-            "room with one worker, or serve learners' loops from a separate `sandbox serve --workers N`."
+            f"--store {args.store} with a workshop room: a room is one workshop on one machine (its learners and "
+            "runs are in one SQLite file, --room-db), so it is not shared through Redis. Drop --store (add "
+            "--workers N for more processes on this machine), or serve a lesson site without a room: "
+            "sandbox serve --store redis://... --workers N."
         )
     if args.workers > 1 and token is not None:
         raise CommandError(
@@ -313,7 +315,7 @@ def _serve_with(args: argparse.Namespace, scenarios: dict[str, Scenario] | None,
         record.write_port_file(args.port_file, port)
 
     if args.room:
-        return room.serve_room(args, engine, banner)
+        return room.serve_room(args, engine, make_engine, banner)
     options = {"host": args.host, "port": args.port, "cors_origins": args.cors_origin, "ready": banner}
     if args.workers > 1:
         serve_workers(make_engine, workers=args.workers, forwarded_allow_ips=args.forwarded_allow_ips, **options)

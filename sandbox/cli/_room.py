@@ -3,7 +3,8 @@
 
 May touch: the room's database file (`--room-db`, or a new temporary one), stdout for the banner,
 this machine's network interfaces (read, for their addresses), and the listening socket through
-`sandbox.adapters._serve.serve`. The banner prints the instructor's URL (with the room's secret key,
+`sandbox.adapters._serve.serve` (or `_workers.serve_workers`, each worker process serving the room
+on the one file). The banner prints the instructor's URL (with the room's secret key,
 which the page takes off the address bar at once) and, for each address learners can reach, the one
 line they use to join. `sandbox verify` runs `pytest challenges/ --impl DIR` for each learner's folder
 (learner code inside the grading sandbox: `--isolation strict` by default) in a temporary folder of
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import ipaddress
 import json
 import os
 import socket
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -29,7 +32,9 @@ from typing import Any
 import httpx
 
 from .._exceptions import UsageError
+from ..adapters._asgi import SandboxApp
 from ..adapters._serve import serve
+from ..adapters._workers import before_shutdown, serve_workers
 from ..engine._engine import Engine
 from ..grading.judge._meta import find_root, load_challenges
 from ..grading.judge._room_graded import grade_run
@@ -45,6 +50,7 @@ __all__ = [
     "add_verify_options",
     "around_grade",
     "join_from",
+    "room_app",
     "serve_room",
     "verify",
 ]
@@ -127,7 +133,21 @@ def reachable_hosts(host: str) -> list[str]:
     return found or ["127.0.0.1"]
 
 
-def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[int], None]) -> int:
+def room_app(path: Path, titles: dict[str, str], stuck_runs: int, stuck_minutes: float, app: SandboxApp) -> RoomApp:
+    """The room around one worker process's sandbox `app`, on the room's file at `path` (see `serve_room`)."""
+    service = RoomService(RoomDatabase(path), titles=titles, stuck_runs=stuck_runs, stuck_minutes=stuck_minutes)
+
+    def stop() -> None:
+        service.closing = True  # the page's open streams end within a second, not at the grace's end
+
+    before_shutdown(stop)
+    return RoomApp(app, service)
+
+
+def serve_room(
+    args: argparse.Namespace, engine: Engine, make_engine: Callable[[], Engine], banner: Callable[[int], None]
+) -> int:
+    """The sandbox and the room, in one process or (`--workers N`) in N that share the room's file."""
     if args.stuck_runs < 1 or args.stuck_minutes <= 0:
         raise UsageError("--stuck-runs takes a whole number from 1, --stuck-minutes a number above 0.")
     path: Path = args.room_db
@@ -137,7 +157,13 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[int],
         path = Path(name)
     root = find_root(Path.cwd())
     titles = {info.name: info.title for info in load_challenges(root)} if root else {}
-    store = RoomDatabase(path)
+    try:
+        store = RoomDatabase(path)
+    except sqlite3.Error as error:
+        raise UsageError(
+            f"--room-db {path}: SQLite cannot open that file ({error}). Give a file in a folder that exists and "
+            "that this user may write, e.g. --room-db workshop.db."
+        ) from None
     service = RoomService(store, titles=titles, stuck_runs=args.stuck_runs, stuck_minutes=args.stuck_minutes)
 
     def ready(port: int) -> None:
@@ -162,17 +188,19 @@ def serve_room(args: argparse.Namespace, engine: Engine, banner: Callable[[int],
     def stop() -> None:
         service.closing = True  # the instructor's open page streams end within a second, not at the grace's end
 
+    options = {
+        "host": args.host,
+        "port": args.port,
+        "cors_origins": args.cors_origin,
+        "forwarded_allow_ips": args.forwarded_allow_ips,
+        "ready": ready,
+    }
     try:
-        serve(
-            engine,
-            host=args.host,
-            port=args.port,
-            cors_origins=args.cors_origin,
-            forwarded_allow_ips=args.forwarded_allow_ips,
-            ready=ready,
-            wrap=lambda app: RoomApp(app, service),
-            on_stop=stop,
-        )
+        if args.workers > 1:
+            wrap = functools.partial(room_app, path, titles, args.stuck_runs, args.stuck_minutes)
+            serve_workers(make_engine, workers=args.workers, wrap=wrap, **options)
+        else:
+            serve(engine, wrap=lambda app: RoomApp(app, service), on_stop=stop, **options)
     finally:
         service.closing = True
         store.close()

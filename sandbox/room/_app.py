@@ -1,8 +1,10 @@
 """The room's HTTP side, mounted beside the sandbox's own app: `/room/...` here, every other path there.
 
 May touch: the ASGI connection it serves, and the `RoomService`. Requests to the sandbox pass
-through untouched; when one carries a learner's API key, the exchange the engine produced is handed
-to the room after the answer has gone out, so the room never delays a learner's model call.
+through untouched; when one carries what may be a learner's API key, the exchange the engine
+produced is handed to the room after the answer has gone out, so the room never delays a learner's
+model call. Every room request first brings the service's view up to date (`RoomService.fresh`), so
+any worker process answers as the one that took the last change.
 
     GET  /room/?key=K                 sets the key as an HttpOnly cookie, redirects to /room/ (no key)
     GET  /room/                       the instructor's page          (instructor)
@@ -37,7 +39,7 @@ from typing import Any
 from . import _export, _page
 from ._convo import api_key_of
 from ._guard import RateLimit, bearer, instructor_key, same
-from ._service import SINK, RoomError, RoomService
+from ._service import API_KEY_PREFIX, SINK, RoomError, RoomService
 
 __all__ = ["PREFIX", "RoomApp"]
 
@@ -82,10 +84,10 @@ class RoomApp:
     ) -> None:
         self.inner = inner
         self.service = service
-        self.joins = RateLimit(join_rate, burst=join_burst)
+        self.joins = RateLimit(service.store, "join", join_rate, burst=join_burst)
         """Joins per client address: a table of laptops behind one NAT joins at once; a script minting
         names is held to `join_rate` a second once past the burst (its graders join again next run)."""
-        self.posts = RateLimit(post_rate, burst=10)
+        self.posts = RateLimit(service.store, "post", post_rate, burst=10)
         """Posts per learner: a grader posts once per run; `sandbox watch` a few times a minute."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -100,28 +102,31 @@ class RoomApp:
             await _json(send, error.status, {"error": {"code": error.code, "message": error.message}}, headers)
 
     async def _sandbox(self, scope: Scope, receive: Receive, send: Send) -> None:
-        learner = await self.service.learner_for_api_key(api_key_of(scope)) if scope["type"] == "http" else None
-        if learner is None:
+        api_key = api_key_of(scope) if scope["type"] == "http" else None
+        if api_key is None or not api_key.startswith(API_KEY_PREFIX):
             await self.inner(scope, receive, send)
             return
-        sink: list[Any] = []
+        sink: list[tuple[float, Any]] = []
         token = SINK.set(sink)
         try:
             await self.inner(scope, receive, send)
         finally:
             SINK.reset(token)
-        for exchange in sink:
-            await self.service.record(learner, exchange)
+        for at, exchange in sink:
+            await self.service.record(api_key, at, exchange)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
         if path == "":
             await _send(send, 308, b"", {"location": PREFIX + "/" + _query(scope)})
-        elif path.startswith("/static/") and method == "GET":
+            return
+        if path.startswith("/static/") and method == "GET":
             await self._asset(send, path.removeprefix("/static/"))
-        elif path == "/api/join" and method == "POST":
+            return
+        await self.service.fresh()  # what any worker process stored until now
+        if path == "/api/join" and method == "POST":
             client = scope.get("client")
-            wait = self.joins.wait(client[0] if client else "")
+            wait = await self.service.wait(self.joins, client[0] if client else "")
             if wait:
                 raise RoomError(
                     429, "too_many_joins", "Too many joins from this address: wait a moment.", retry_after=wait
@@ -135,13 +140,13 @@ class RoomApp:
             )
         elif path == "/api/runs" and method == "POST":
             name = await self.service.learner_for_token(bearer(scope))
-            wait = self.posts.wait(name)
+            wait = await self.service.wait(self.posts, name)
             if wait:
                 raise RoomError(
                     429, "too_many_posts", "Too many posts for one learner: wait a moment.", retry_after=wait
                 )
-            await self.service.post_run(name, await _body(receive))
-            await _json(send, 202, {"accepted": True, "name": name, "version": self.service.room.version})
+            version = await self.service.post_run(name, await _body(receive))
+            await _json(send, 202, {"accepted": True, "name": name, "version": version})
         elif path == "/api/me" and method == "GET":
             name = await self.service.learner_for_token(bearer(scope))
             await _json(send, 200, {"name": name, "row": _row(self.service, name)})

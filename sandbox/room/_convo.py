@@ -7,8 +7,8 @@ own key at join, so any language's loop, pointed at the room's server, shows up 
 
 A refused turn is marked with the lesson's rule it breaks (the grader's own words), and the
 provider's error beside it. A conversation is a run of requests whose history grows: a request
-continues the learner's open conversation with the same provider, model and first message when it
-carries more messages than the last one did, and starts a new conversation otherwise (the loop ran
+continues the learner's conversation with the same provider, model and first message (its `thread`)
+when it carries more messages than the last one did, and starts a new conversation otherwise (the loop ran
 again). Every string of a chat is valid Unicode.
 """
 
@@ -18,21 +18,19 @@ import hashlib
 import json
 import re
 import urllib.parse
-from collections import OrderedDict
-from collections.abc import Mapping, MutableMapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from ..engine._engine import Exchange
 from ..grading.judge._checks import diagnose
 from ..grading.judge._lessons import lesson_for, lesson_for_diagnosis
 from ..messages._types import Message, Reasoning, Text, ToolCall, ToolResult
 
-__all__ = ["LearnerChats", "api_key_of"]
+__all__ = ["Chat", "api_key_of", "chat_of"]
 
 MAX_ENTRY = 2000
 """Characters of one chat bubble: the page shows what the loop did, not megabytes of tool output."""
 MAX_ENTRIES = 60
-_OPEN_PER_LEARNER = 32
 
 
 def api_key_of(scope: Mapping[str, Any]) -> str | None:
@@ -216,81 +214,75 @@ _WHERE = re.compile(r"\b(?:messages|input|contents)\.?\[(\d+)\]")
 _PATH_MODEL = re.compile(r"/models/([^/:]+)")
 
 
-class LearnerChats:
-    """Turns each exchange of a known learner into the chat the page shows. Owned by the event loop."""
+class Chat(NamedTuple):
+    """One exchange as the page shows it, and how the store tells which conversation it continues."""
 
-    def __init__(self) -> None:
-        self._open: MutableMapping[str, OrderedDict[str, tuple[str, int, int]]] = {}
-        """learner -> (provider, model, first turn) digest -> (conversation key, turns last time, requests)."""
-        self._counter = 0
+    thread: str
+    """A digest of the provider, the model and the first turn: what one conversation's requests share."""
+    turns: int
+    """The turns the request carried: a conversation goes on while each request carries more."""
+    body: dict[str, Any]
+    """The chat: every turn, the model's reply, the refusal marked with its rule (`requests` is the store's)."""
 
-    def record(self, learner: str, exchange: Exchange, at: float) -> tuple[str, dict[str, Any]] | None:
-        """The conversation `exchange` belongs to, updated: (its key, its chat); None for what is no model call."""
-        if exchange.provider is None or exchange.status == 404:
-            return None
-        model, items = _raw_items(exchange.request_body)
-        model, items = _valid(model), _valid(items)
-        if not model:
-            found = _PATH_MODEL.search(exchange.path)
-            model = found.group(1) if found else ""
-        first = json.dumps(items[0], sort_keys=True, ensure_ascii=False) if items else ""
-        thread = hashlib.blake2b(f"{exchange.provider}\0{model}\0{first}".encode(), digest_size=8).hexdigest()
-        opened = self._open.setdefault(learner, OrderedDict())
-        key, seen, requests = opened.pop(thread, ("", -1, 0))
-        if not key or len(items) <= seen:
-            self._counter += 1
-            key, requests = f"{int(at * 1000):x}-{self._counter}", 0
-        opened[thread] = (key, len(items), requests + 1)
-        while len(opened) > _OPEN_PER_LEARNER:
-            opened.popitem(last=False)
-        return key, _valid(self._chat(exchange, items, model, at, requests + 1))
 
-    @staticmethod
-    def _chat(exchange: Exchange, items: list[Any], model: str, at: float, requests: int) -> dict[str, Any]:
-        error = exchange.error
-        rule = lesson_for(error.rule).rule if error is not None else None
-        conversation = exchange.conversation
-        problem = diagnose(conversation.messages) if error is not None and conversation is not None else None
-        if problem is not None:  # the grader's own diagnosis, so one mistake is counted under one rule
-            rule = lesson_for_diagnosis(problem.kind).rule
-        elif error is not None and conversation is None and (kind := _raw_diagnosis(items)) is not None:
-            rule = lesson_for_diagnosis(kind).rule
-        if conversation is not None:
-            marked = error.message_index if error is not None else None
-            entries = [
-                _entry(message, mark=rule if index == marked else None)
-                for index, message in enumerate(conversation.messages)
-            ]
-        else:
-            where = _WHERE.search(f"{error.message if error else ''} {exchange.body[:2000].decode('utf-8', 'replace')}")
-            marked = int(where.group(1)) if where else None
-            entries = [_raw_entry(item, mark=rule if index == marked else None) for index, item in enumerate(items)]
-        if exchange.turn is not None:
-            reply = _entry(exchange.turn.message)
-            reply["role"] = "model"
-            entries.append(reply)
-        if len(entries) > MAX_ENTRIES:
-            cut = len(entries) - MAX_ENTRIES
-            entries = [
-                {"role": "note", "text": f"{cut} earlier messages not shown", "mark": None},
-                *entries[-MAX_ENTRIES:],
-            ]
-        outcome = None
-        if error is not None:
-            outcome = {
-                "status": exchange.status,
-                "rule": rule,
-                "kind": error.rule.value,
-                "message": _clip(error.message),
-                "index": marked,
-            }
-        return {
-            "provider": exchange.provider,
-            "model": model[:120],
-            "scenario": exchange.scenario,
-            "path": exchange.path[:200],
-            "updated": at,
-            "requests": requests,
-            "entries": entries,
-            "outcome": outcome,
+def chat_of(exchange: Exchange, at: float) -> Chat | None:
+    """The chat of one exchange of a known learner; None for what is no model call."""
+    if exchange.provider is None or exchange.status == 404:
+        return None
+    model, items = _raw_items(exchange.request_body)
+    model, items = _valid(model), _valid(items)
+    if not model:
+        found = _PATH_MODEL.search(exchange.path)
+        model = found.group(1) if found else ""
+    first = json.dumps(items[0], sort_keys=True, ensure_ascii=False) if items else ""
+    thread = hashlib.blake2b(f"{exchange.provider}\0{model}\0{first}".encode(), digest_size=8).hexdigest()
+    return Chat(thread, len(items), _valid(_chat(exchange, items, model, at)))
+
+
+def _chat(exchange: Exchange, items: list[Any], model: str, at: float) -> dict[str, Any]:
+    error = exchange.error
+    rule = lesson_for(error.rule).rule if error is not None else None
+    conversation = exchange.conversation
+    problem = diagnose(conversation.messages) if error is not None and conversation is not None else None
+    if problem is not None:  # the grader's own diagnosis, so one mistake is counted under one rule
+        rule = lesson_for_diagnosis(problem.kind).rule
+    elif error is not None and conversation is None and (kind := _raw_diagnosis(items)) is not None:
+        rule = lesson_for_diagnosis(kind).rule
+    if conversation is not None:
+        marked = error.message_index if error is not None else None
+        entries = [
+            _entry(message, mark=rule if index == marked else None)
+            for index, message in enumerate(conversation.messages)
+        ]
+    else:
+        where = _WHERE.search(f"{error.message if error else ''} {exchange.body[:2000].decode('utf-8', 'replace')}")
+        marked = int(where.group(1)) if where else None
+        entries = [_raw_entry(item, mark=rule if index == marked else None) for index, item in enumerate(items)]
+    if exchange.turn is not None:
+        reply = _entry(exchange.turn.message)
+        reply["role"] = "model"
+        entries.append(reply)
+    if len(entries) > MAX_ENTRIES:
+        cut = len(entries) - MAX_ENTRIES
+        entries = [
+            {"role": "note", "text": f"{cut} earlier messages not shown", "mark": None},
+            *entries[-MAX_ENTRIES:],
+        ]
+    outcome = None
+    if error is not None:
+        outcome = {
+            "status": exchange.status,
+            "rule": rule,
+            "kind": error.rule.value,
+            "message": _clip(error.message),
+            "index": marked,
         }
+    return {
+        "provider": exchange.provider,
+        "model": model[:120],
+        "scenario": exchange.scenario,
+        "path": exchange.path[:200],
+        "updated": at,
+        "entries": entries,
+        "outcome": outcome,
+    }

@@ -1,10 +1,12 @@
 """Who may do what in the room: the instructor's key, learners' tokens, and the bounds on posting.
 
-May touch: nothing but the request scope it reads. The instructor's key opens the page and its API
-(sent as `?key=`, the `room_key` cookie the page sets, or `Authorization: Bearer`); a learner's token
-(`Authorization: Bearer`, issued once at join) lets them post under their own name and nothing else.
+May touch: the request scope it reads, and for the rate limits the room's database. The
+instructor's key opens the page and its API (sent as `?key=`, the `room_key` cookie the page sets,
+or `Authorization: Bearer`); a learner's token (`Authorization: Bearer`, issued once at join) lets
+them post under their own name and nothing else.
 Keys and tokens are compared in constant time. Posting is bounded per learner (a token bucket) and
-per client address for joins, so one runaway grader loop cannot flood the room.
+per client address for joins, so one runaway grader loop cannot flood the room, whichever worker
+process its requests reach.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ from __future__ import annotations
 import hmac
 import http.cookies
 import secrets
-import time
 import urllib.parse
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Bucket", "RateLimit", "bearer", "header", "instructor_key", "new_secret"]
+from ._store import RoomDatabase
+
+__all__ = ["RateLimit", "bearer", "header", "instructor_key", "new_secret"]
 
 
 def new_secret(prefix: str) -> str:
@@ -62,38 +64,16 @@ def same(given: str | None, expected: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), expected.encode())
 
 
-class Bucket:
-    """`rate` posts a second on average, `burst` at once."""
-
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.tokens = burst
-        self.stamp = time.monotonic()
-
-    def take(self) -> float:
-        """0 when a post may go ahead now, else the seconds until one may."""
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
-
-
 class RateLimit:
-    """One bucket per key (a learner, a client address), the least recently used forgotten past `size`."""
+    """`rate` posts a second on average, `burst` at once, per key (a learner, a client address), counted
+    in the room's database so that every worker process holds a sender to the one limit."""
 
-    def __init__(self, rate: float, burst: float, size: int = 10_000) -> None:
+    def __init__(self, store: RoomDatabase, kind: str, rate: float, burst: float) -> None:
+        self.store = store
+        self.kind = kind
         self.rate = rate
         self.burst = burst
-        self.size = size
-        self._buckets: OrderedDict[str, Bucket] = OrderedDict()
 
     def wait(self, key: str) -> float:
-        bucket = self._buckets.pop(key, None) or Bucket(self.rate, self.burst)
-        self._buckets[key] = bucket
-        while len(self._buckets) > self.size:
-            self._buckets.popitem(last=False)
-        return bucket.take()
+        """0 when a post may go ahead now, else the seconds until one may (blocking: call it from a thread)."""
+        return self.store.take(f"{self.kind}:{key}", self.rate, self.burst)

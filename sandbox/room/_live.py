@@ -1,11 +1,13 @@
 """The page's live stream: each open page is sent only the fragments that changed since its last update.
 
-May touch: nothing but the fragments its `render` returns and its pages' pending updates. Owned by
-the server's event loop. One broadcaster renders the room when it changes, at most every
-`min_interval` seconds however many learners post, and at least every `heartbeat` seconds, so "no
-run for N minutes" appears on its own. A new page gets everything once; then each update holds the parts (by element
-id) and the board's rows (by learner) whose HTML changed, the rows removed, and the rows' order when
-it moved. A page that reads slowly gets the updates it missed merged into one, never a backlog.
+May touch: nothing but the fragments its `render` returns and its pages' pending updates (and what
+its `refresh` reloads). Owned by the server's event loop. One broadcaster looks for changes every
+`min_interval` seconds (made by this process or another one sharing the room's file) and renders
+the room when it changed, at most every `min_interval` seconds however many learners post, and at
+least every `heartbeat` seconds, so "no run for N minutes" appears on its own. A new page gets
+everything once; then each update holds the parts (by element id) and the board's rows (by learner)
+whose HTML changed, the rows removed, and the rows' order when it moved. A page that reads slowly
+gets the updates it missed merged into one, never a backlog.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["Live", "Page"]
@@ -70,8 +72,17 @@ class Page:
 class Live:
     """The pages open on the room, and the one broadcaster that keeps them current."""
 
-    def __init__(self, render: Callable[[], Fragments], *, min_interval: float, heartbeat: float) -> None:
+    def __init__(
+        self,
+        render: Callable[[], Fragments],
+        refresh: Callable[[], Awaitable[None]],
+        *,
+        min_interval: float,
+        heartbeat: float,
+    ) -> None:
         self.render = render
+        self.refresh = refresh
+        """Brings what `render` shows up to date with the room's store, calling `touch` if it changed."""
         self.min_interval = min_interval
         self.heartbeat = heartbeat
         self.closing = False
@@ -104,10 +115,18 @@ class Live:
                 await broadcaster
 
     async def _broadcast(self) -> None:
+        """Every `min_interval`: the room brought up to date (another process may have changed it), and
+        the pages sent what changed, or everything's `now` once `heartbeat` has passed."""
+        clock = asyncio.get_running_loop().time
+        sent = clock()
         while self._pages and not self.closing:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), self.heartbeat)
+                await asyncio.wait_for(self._changed.wait(), self.min_interval)
+            await self.refresh()
+            if not self._changed.is_set() and clock() - sent < self.heartbeat:
+                continue
             self._changed.clear()
+            sent = clock()
             current = self.render()
             update = changes(self._last or current, current)
             self._last = current

@@ -1,9 +1,10 @@
 """What the room knows, in memory: learners by challenges, who is stuck, which rules are broken now.
 
 May touch: nothing outside itself (no I/O, no clock of its own: every time is passed in). The store
-is the durable copy; this is the view, restored from the store at start-up. A change is computed
-first (`Room.after_run`), stored, and only then applied (`Room.replace`), so a failed write leaves
-the view as it was.
+is the durable copy, which every worker process shares; this is one process's view of it, reloaded
+from the store whenever the store changed (see `RoomService`). A change is computed from what is
+stored (`Room.after_run`) and stored; the view shows it once reloaded, so a failed write leaves the
+view as it was.
 
 A run is what one grader posted: per challenge of the room's catalogue the tallies, per failing
 test the rule and the headline (and, for the first failure of each challenge, the feedback as the
@@ -175,11 +176,8 @@ class Room:
         self.roster: dict[str, str] = {}
         """The instructor's list, name key -> name as listed (empty: anyone may join)."""
         self.version = 0
-        """Counts every change: the page's stream sends an update when it moves."""
-
-    def join(self, name: str, joined: float) -> None:
-        self.learners.setdefault(name, Learner(name, joined))
-        self.version += 1
+        """Moves with every change: the store's stamp of its latest change, as of the view's last
+        reload (see `RoomService`), the same in every worker process."""
 
     def leave(self, name: str) -> None:
         self.learners.pop(name, None)
@@ -189,9 +187,9 @@ class Room:
         """The learner whose name has this `name_key`, if any."""
         return next((name for name in self.learners if name_key(name) == key), None)
 
-    def after_run(self, name: str, at: float, run: Mapping[str, Any]) -> Learner:
-        """`name`'s learner as it would be after `run`, leaving the room unchanged (see `replace`)."""
-        before = self.learners.get(name) or Learner(name, at)
+    @staticmethod
+    def after_run(before: Learner, at: float, run: Mapping[str, Any]) -> Learner:
+        """The learner `before` as they are after `run`, leaving `before` and the room unchanged."""
         learner = dataclasses.replace(before, last_run=at, cells=dict(before.cells))
         by_challenge: dict[str, list[Mapping[str, str]]] = {}
         for failure in run["failures"]:
@@ -222,52 +220,24 @@ class Room:
         self.version += 1
 
     def apply_run(self, name: str, at: float, run: Mapping[str, Any]) -> None:
-        self.replace(self.after_run(name, at, run))
+        self.replace(self.after_run(self.learners.get(name) or Learner(name, at), at, run))
 
-    def renamed(self, old: str, new: str) -> Learner:
-        """`old`'s learner under the name `new` (the room unchanged until `rename`)."""
-        return dataclasses.replace(self.learners[old], name=new)
-
-    def rename(self, old: str, learner: Learner) -> None:
-        self.learners.pop(old, None)
-        self.replace(learner)
-
-    def merged(self, source: str, into: str) -> Learner:
-        """`into`'s learner with `source`'s runs and conversations added, the newer cell of each
-        challenge kept (the room unchanged until `rename(source, merged)`)."""
-        taken, kept = self.learners[source], self.learners[into]
+    @staticmethod
+    def merged(taken: Learner, kept: Learner) -> Learner:
+        """`kept` with `taken`'s runs added, the newer cell of each challenge kept (both unchanged; the
+        store moves the conversations, see `RoomDatabase.merge_learners`)."""
         cells = dict(kept.cells)
         for challenge, cell in taken.cells.items():
             if challenge not in cells or cell.at > cells[challenge].at:
                 cells[challenge] = cell
         runs = [at for at in (taken.last_run, kept.last_run) if at is not None]
         failures = [f for f in (taken.latest_failure, kept.latest_failure) if f]
-        conversations = OrderedDict(
-            sorted({**taken.conversations, **kept.conversations}.items(), key=lambda item: item[1].get("updated", 0))
-        )
-        while len(conversations) > MAX_CONVERSATIONS:
-            conversations.popitem(last=False)
         return dataclasses.replace(
             kept,
-            joined=min(taken.joined, kept.joined),
             last_run=max(runs) if runs else None,
             cells=cells,
             latest_failure=max(failures, key=lambda f: float(f.get("at", 0))) if failures else None,
-            conversations=conversations,
         )
-
-    def put_conversation(self, name: str, key: str, conversation: dict[str, Any]) -> str | None:
-        """Keep a conversation under its learner; returns the key of one dropped to stay in bounds."""
-        learner = self.learners.get(name)
-        if learner is None:
-            return None
-        learner.conversations.pop(key, None)
-        learner.conversations[key] = conversation
-        self.version += 1
-        if len(learner.conversations) > MAX_CONVERSATIONS:
-            dropped, _ = learner.conversations.popitem(last=False)
-            return dropped
-        return None
 
     # -- what the page shows ----------------------------------------------------------------------
 
@@ -391,14 +361,13 @@ class Room:
             "cells": {challenge: dataclasses.asdict(cell) for challenge, cell in learner.cells.items()},
         }
 
-    def restore(self, name: str, progress: Mapping[str, Any]) -> None:
-        learner = self.learners.get(name)
-        if learner is None:
-            return
-        learner.last_run = progress.get("last_run")
-        learner.latest_failure = progress.get("latest_failure")
-        for challenge, cell in progress.get("cells", {}).items():
-            if challenge in self.titles:  # a challenge no longer in the catalogue is no column
-                signature = tuple((str(test), str(rule)) for test, rule in cell["signature"])
-                learner.cells[challenge] = Cell(**{**cell, "signature": signature})
-        self.version += 1
+    def restored(self, learner: Learner, progress: Mapping[str, Any] | None) -> Learner:
+        """`learner` with the `progress` the store kept for them (see `progress`); the room unchanged."""
+        if progress:
+            learner.last_run = progress.get("last_run")
+            learner.latest_failure = progress.get("latest_failure")
+            for challenge, cell in progress.get("cells", {}).items():
+                if challenge in self.titles:  # a challenge no longer in the catalogue is no column
+                    signature = tuple((str(test), str(rule)) for test, rule in cell["signature"])
+                    learner.cells[challenge] = Cell(**{**cell, "signature": signature})
+        return learner

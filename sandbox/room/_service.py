@@ -3,10 +3,12 @@ page's live stream.
 
 May touch: its `RoomDatabase` (SQLite, always from a worker thread so a slow disk never stalls the event
 loop the sandbox answers on) and its in-memory `Room`. Owned by the server's event loop: every
-method runs there, except the store calls it hands to threads. Every change is written to the store
-first and applied to the `Room` only once written, so a failed write (answered 503) changes nothing.
-The page's live stream is `Live`'s (see `_live`): the service renders the fragments and says when
-the room changed.
+method runs there, except the store calls it hands to threads. The store is the room: every change
+is written there (a change that depends on what is stored, in the same transaction), and the `Room`
+is this process's view of it, reloaded (`fresh`) before each request reads it and whenever the file
+changed, whichever worker process changed it, so every worker answers alike and a failed write
+(answered 503) changes nothing. The page's live stream is `Live`'s (see `_live`): the service
+renders the fragments and reloads the view at the stream's interval.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import sqlite3
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,24 +28,27 @@ from typing import Any, TypeVar
 from ..engine._engine import Engine, Exchange
 from ..grading.programs._program_cases import CASES
 from . import _page
-from ._convo import LearnerChats
-from ._guard import new_secret
+from ._convo import chat_of
+from ._guard import RateLimit, new_secret
 from ._live import Live
-from ._model import Room, RoomInputError, parse_run, status_of
+from ._model import Learner, Room, RoomInputError, parse_run, status_of
 from ._names import MAX_NAME, clean_name, name_key, name_problem
-from ._store import RoomDatabase
+from ._store import Loaded, RoomDatabase
 
 T = TypeVar("T")
 
-__all__ = ["SINK", "Joined", "RecordingEngine", "RoomError", "RoomService"]
+__all__ = ["API_KEY_PREFIX", "SINK", "Joined", "RecordingEngine", "RoomError", "RoomService"]
 
-SINK: contextvars.ContextVar[list[Exchange]] = contextvars.ContextVar("sandbox_room_sink")
-"""Where the engine leaves the exchanges of the request being served for a known learner: set by
+SINK: contextvars.ContextVar[list[tuple[float, Exchange]]] = contextvars.ContextVar("sandbox_room_sink")
+"""Where the engine leaves the exchanges of the request being served for a learner's key, each with
+the time it was answered (before the learner had the answer, so before their next request): set by
 `RoomApp` around the sandbox's app, read back once the answer is sent (worker threads share it,
 as `asyncio.to_thread` copies the context)."""
 
 TOKEN_HOURS = 24.0
 """How long a learner's token lasts: a workshop day. A later run joins again with the old token."""
+API_KEY_PREFIX = "sk-room-"
+"""How a learner's API key begins: a request with such a key may be a learner's, and is recorded."""
 
 
 class RoomError(Exception):
@@ -71,7 +77,7 @@ class RecordingEngine(Engine):
         exchange = super().handle(*args, **kwargs)
         sink = SINK.get(None)
         if sink is not None:
-            sink.append(exchange)
+            sink.append((time.time(), exchange))
         return exchange
 
 
@@ -95,24 +101,15 @@ class RoomService:
         self.store = store
         self.key = store.setting("instructor_key", new_secret("room-"))
         self.room = Room(titles=titles or package_catalogue(), stuck_runs=stuck_runs, stuck_minutes=stuck_minutes)
-        roster = json.loads(store.setting("roster", "[]"))
-        self.room.roster = {name_key(name): name for name in roster}
-        self.conversations = LearnerChats()
-        self.live = Live(self.fragments, min_interval=min_interval, heartbeat=heartbeat)
+        self.live = Live(self.fragments, self.fresh, min_interval=min_interval, heartbeat=heartbeat)
         self.token_seconds = token_hours * 3600
-        self._joining: set[str] = set()
-        """Name keys of joins under way: two spellings of one name never both get in."""
-        self._keys: dict[str, str] = {}
-        """API key -> learner, for the keys seen since start-up (the store knows only their digests)."""
-        for record in store.learners():
-            self.room.join(record.name, record.joined)
-        for learner, progress in store.progress():
-            self.room.restore(learner, progress)
-        for learner, verified in store.verified():
-            if learner in self.room.learners:
-                self.room.learners[learner].verified = verified
-        for learner, key, conversation in store.conversations():
-            self.room.put_conversation(learner, key, conversation)
+        self._stamps: dict[str, int] = {}
+        """Learner -> the store's stamp of them as the view holds them."""
+        self._held: dict[str, dict[str, int]] = {}
+        """Learner -> conversation id -> its stamp, as the view holds them."""
+        self._reloading = asyncio.Lock()
+        self._version = store.version()
+        self._apply(store.load({}, {}))
 
     @property
     def closing(self) -> bool:
@@ -123,7 +120,47 @@ class RoomService:
     def closing(self, value: bool) -> None:
         self.live.closing = value
 
-    # -- learners ---------------------------------------------------------------------------------
+    # -- the view ---------------------------------------------------------------------------------
+
+    async def fresh(self) -> None:
+        """The view as of the store's latest change, whichever process made it (nothing is read when
+        nothing changed). A store that cannot be read leaves the view as it was."""
+        async with self._reloading:
+            try:
+                version = await asyncio.to_thread(self.store.version)
+                if version == self._version:
+                    return
+                held = {name: dict(conversations) for name, conversations in self._held.items()}
+                loaded = await asyncio.to_thread(self.store.load, dict(self._stamps), held)
+            except (sqlite3.Error, OSError) as error:
+                print(f"room: the store could not be read ({error}); the page shows what it had.", file=sys.stderr)
+                return
+            self._version = version
+            if int(loaded.settings["seq"]) != self.room.version:
+                self._apply(loaded)
+                self.live.touch()
+
+    def _apply(self, loaded: Loaded) -> None:
+        settings = loaded.settings
+        self.key = settings.get("instructor_key", self.key)
+        self.room.roster = {name_key(name): name for name in json.loads(settings.get("roster", "[]"))}
+        for name in [name for name in self.room.learners if name not in loaded.learners]:
+            self.room.leave(name)
+            self._stamps.pop(name, None)
+            self._held.pop(name, None)
+        for name, (joined, stamp) in loaded.learners.items():
+            if self._stamps.get(name) == stamp:
+                continue
+            before = self.room.learners.get(name)
+            learner = self.room.restored(Learner(name, joined), loaded.progress.get(name))
+            learner.verified = loaded.verified.get(name, {})
+            chats = loaded.conversations.get(name, [])
+            held = before.conversations if before is not None else {}
+            learner.conversations = OrderedDict((key, held[key] if body is None else body) for key, _, body in chats)
+            self.room.replace(learner)
+            self._stamps[name] = stamp
+            self._held[name] = {key: chat_stamp for key, chat_stamp, _ in chats}
+        self.room.version = int(settings["seq"])
 
     async def _saved(self, write: Callable[..., T], *args: Any) -> T:
         """`write(*args)` on the store in a worker thread; a failure is a 503 that changed nothing."""
@@ -134,6 +171,12 @@ class RoomService:
             raise RoomError(
                 503, "not_saved", "The room could not save this and changed nothing: try again in a moment."
             ) from None
+
+    async def wait(self, limit: RateLimit, key: str) -> float:
+        """0 when `limit` lets `key` go ahead now, else the seconds until it does."""
+        return await self._saved(limit.wait, key)
+
+    # -- learners ---------------------------------------------------------------------------------
 
     async def join(self, given: object, old_token: object = None, old_api_key: object = None) -> Joined:
         """A new learner, or (with the token a join gave them, even expired) the same learner again,
@@ -159,33 +202,26 @@ class RoomService:
         name = self.room.roster.get(key, cleaned)
         holder = self.room.holder(key)
         now = time.time()
-        token, api_key = new_secret("rt-"), new_secret("sk-room-")
+        token, api_key = new_secret("rt-"), new_secret(API_KEY_PREFIX)
         expires = now + self.token_seconds
         if holder is not None and isinstance(old_token, str) and old_token:
             if isinstance(old_api_key, str) and old_api_key:
                 owner = await asyncio.to_thread(self.store.by_api_key, old_api_key)
                 api_key = old_api_key if owner is not None and owner.name == holder else api_key
             if await self._saved(self.store.renew_learner, holder, old_token, token, api_key, expires):
-                self._forget_keys(holder)
-                self._keys[api_key] = holder
                 return Joined(holder, token, api_key, expires)
-        if holder is not None or key in self._joining:
-            shown = f" (as {holder!r})" if holder is not None and holder != name else ""
+        taken = f"{name!r} has already joined this room"
+        if holder is not None:
+            shown = f" (as {holder!r})" if holder != name else ""
             raise RoomError(
                 409,
                 "name_taken",
-                f"{name!r} has already joined this room{shown} from another machine. Join with another --name "
-                "(add an initial), or ask the instructor to free the name.",
+                f"{taken}{shown} from another machine. Join with another --name (add an initial), or ask the "
+                "instructor to free the name.",
             )
-        self._joining.add(key)
-        try:
-            if not await self._saved(self.store.add_learner, name, token, api_key, now, expires):
-                raise RoomError(409, "name_taken", f"{name!r} has already joined this room from another machine.")
-        finally:
-            self._joining.discard(key)
-        self._keys[api_key] = name
-        self.room.join(name, now)
-        self._touch()
+        if not await self._saved(self.store.add_learner, name, token, api_key, now, expires):
+            raise RoomError(409, "name_taken", f"{taken} from another machine.")
+        await self.fresh()
         return Joined(name, token, api_key, expires)
 
     async def learner_for_token(self, token: str | None) -> str:
@@ -201,12 +237,7 @@ class RoomService:
             )
         record = await asyncio.to_thread(self.store.by_token, token)
         if record is None:
-            raise RoomError(
-                401,
-                "unknown_token",
-                "This room does not know that token (the room was started afresh, or the instructor freed your "
-                "name). Run again with --room URL --name NAME to join.",
-            )
+            raise RoomError(401, "unknown_token", _UNKNOWN_TOKEN)
         if record.expires < time.time():
             raise RoomError(
                 401,
@@ -218,15 +249,22 @@ class RoomService:
     async def is_learner_token(self, token: str) -> bool:
         return await asyncio.to_thread(self.store.by_token, token) is not None
 
-    async def post_run(self, name: str, data: object) -> None:
+    async def post_run(self, name: str, data: object) -> int:
+        """Record `name`'s run: the page's `version` that first shows it."""
         try:
             run = parse_run(data, self.room.titles)
         except RoomInputError as error:
             raise RoomError(400, "bad_run", f"the room cannot read this run: {error}") from None
-        learner = self.room.after_run(name, time.time(), run)
-        await self._saved(self.store.put_progress, name, self.room.progress(learner))
-        self.room.replace(learner)
-        self._touch()
+        now, room = time.time(), self.room
+
+        def change(stored: dict[str, Any] | None) -> dict[str, Any]:
+            return room.progress(room.after_run(room.restored(Learner(name, now), stored), now, run))
+
+        stamp = await self._saved(self.store.update_progress, name, change)
+        if stamp is None:
+            raise RoomError(401, "unknown_token", _UNKNOWN_TOKEN)
+        await self.fresh()
+        return stamp
 
     # -- the instructor's hand --------------------------------------------------------------------
 
@@ -237,9 +275,7 @@ class RoomService:
 
     async def remove(self, name: str) -> bool:
         removed = await self._saved(self.store.remove_learner, name)
-        self._forget_keys(name)
-        self.room.leave(name)
-        self._touch()
+        await self.fresh()
         return removed
 
     async def rename(self, old: str, given: object) -> str:
@@ -248,13 +284,10 @@ class RoomService:
         new = clean_name(given)
         if new is None:
             raise RoomError(400, "bad_name", f"name={str(given)[:60]!r}: use 1 to {MAX_NAME} visible characters.")
-        holder = self.room.holder(name_key(new))
-        if holder is not None and holder != old:
+        holder = await self._saved(self.store.rename_learner, old, new)
+        if holder is not None:
             raise RoomError(409, "name_taken", f"{new!r} is {holder!r}'s name already: merge them instead.")
-        await self._saved(self.store.rename_learner, old, new)
-        self._forget_keys(old)
-        self.room.rename(old, self.room.renamed(old, new))
-        self._touch()
+        await self.fresh()
         return new
 
     async def merge(self, source: str, into: str) -> None:
@@ -263,35 +296,37 @@ class RoomService:
         self._known(into)
         if source == into:
             raise RoomError(400, "same_learner", "Merge a learner into another one, not into themselves.")
-        merged = self.room.merged(source, into)
-        kept = list(merged.conversations)
-        await self._saved(self.store.merge_learners, source, into, self.room.progress(merged), kept)
-        self._forget_keys(source)
-        self.room.leave(source)
-        self.room.replace(merged)
-        self._touch()
+        room = self.room
+
+        def change(taken: dict[str, Any] | None, kept: dict[str, Any] | None) -> dict[str, Any]:
+            both = (room.restored(Learner(name, 0.0), stored) for name, stored in ((source, taken), (into, kept)))
+            return room.progress(room.merged(*both))
+
+        if not await self._saved(self.store.merge_learners, source, into, change):
+            raise RoomError(404, "no_learner", f"{source[:60]!r} or {into[:60]!r} left the room meanwhile.")
+        await self.fresh()
 
     async def verify(self, name: str, data: object) -> dict[str, Any]:
         """Record the instructor's own grading of `name` (a run, as a grader posts it) as verified."""
-        learner = self.room.learners[self._known(name)]
+        self._known(name)
         try:
             run = parse_run(data, self.room.titles)
         except RoomInputError as error:
             raise RoomError(400, "bad_run", f"the room cannot read these results: {error}") from None
         now = time.time()
-        verified = dict(learner.verified)
+        graded = {}
         for challenge, counts in run["challenges"].items():
             status = status_of(counts["passed"], counts["failed"], counts["not_started"], counts["collected"])
-            verified[challenge] = {
-                "status": status,
-                "passed": counts["passed"],
-                "total": counts["collected"],
-                "at": now,
-            }
-        await self._saved(self.store.put_verified, name, verified)
-        learner.verified = verified
-        self.room.version += 1
-        self._touch()
+            graded[challenge] = {"status": status, "passed": counts["passed"], "total": counts["collected"], "at": now}
+        verified: dict[str, Any] = {}
+
+        def change(stored: dict[str, Any] | None) -> dict[str, Any]:
+            verified.update(stored or {}, **graded)
+            return verified
+
+        if await self._saved(self.store.update_verified, name, change) is None:
+            raise RoomError(404, "no_learner", f"No learner named {name[:60]!r} in this room.")
+        await self.fresh()
         return verified
 
     async def set_roster(self, given: object) -> list[str]:
@@ -305,49 +340,27 @@ class RoomService:
                 raise RoomError(400, "bad_roster", f"roster[{index}]={str(item)[:60]!r} is not a name.")
             roster.setdefault(name_key(name), name)
         await self._saved(self.store.put_setting, "roster", json.dumps(list(roster.values()), ensure_ascii=False))
-        self.room.roster = roster
-        self.room.version += 1
-        self._touch()
+        await self.fresh()
         return list(roster.values())
 
     async def rotate_key(self) -> str:
-        """A new instructor's key; the old one opens nothing from now on."""
+        """A new instructor's key; the old one opens nothing from now on, in every worker process."""
         key = new_secret("room-")
         await self._saved(self.store.put_setting, "instructor_key", key)
-        self.key = key
+        await self.fresh()
         return key
-
-    def _forget_keys(self, name: str) -> None:
-        for key in [key for key, owner in self._keys.items() if owner == name]:
-            del self._keys[key]
 
     # -- their own loops --------------------------------------------------------------------------
 
-    async def learner_for_api_key(self, api_key: str | None) -> str | None:
-        if not api_key or not api_key.startswith("sk-room-"):
-            return None
-        if api_key in self._keys:
-            return self._keys[api_key]
-        record = await asyncio.to_thread(self.store.by_api_key, api_key)
-        if record is None or record.name not in self.room.learners:
-            return None
-        self._keys[api_key] = record.name
-        return record.name
-
-    async def record(self, name: str, exchange: Exchange) -> None:
-        """Keep the conversation `exchange` belongs to (after the learner had their answer: a failed
-        write only loses this transcript)."""
-        now = time.time()
-        found = self.conversations.record(name, exchange, now)
-        if found is None or name not in self.room.learners:
+    async def record(self, api_key: str, at: float, exchange: Exchange) -> None:
+        """Keep the conversation `exchange` (answered at `at`) belongs to under the learner whose API
+        key this is, if anyone's (after the learner had their answer: a failed write only loses this
+        transcript)."""
+        chat = chat_of(exchange, at)
+        if chat is None:
             return
-        key, chat = found
         with contextlib.suppress(RoomError):
-            await self._saved(self.store.put_conversation, name, key, now, chat)
-            dropped = self.room.put_conversation(name, key, chat)
-            if dropped is not None:
-                await self._saved(self.store.drop_conversation, name, dropped)
-            self._touch()
+            await self._saved(self.store.record_chat, api_key, chat.thread, chat.turns, at, chat.body)
 
     # -- the page's stream ------------------------------------------------------------------------
 
@@ -356,5 +369,8 @@ class RoomService:
         snapshot = self.room.snapshot(time.time())
         return {"now": snapshot["now"], "version": snapshot["version"], **_page.fragments(snapshot)}
 
-    def _touch(self) -> None:
-        self.live.touch()
+
+_UNKNOWN_TOKEN = (
+    "This room does not know that token (the room was started afresh, or the instructor freed your name). "
+    "Run again with --room URL --name NAME to join."
+)

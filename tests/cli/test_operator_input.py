@@ -122,12 +122,13 @@ def test_a_host_that_is_not_this_machine_is_one_error_line(capsys: pytest.Captur
         (["--workers", "0"], "is not a number of worker processes: use 1 to 256"),
         (["--workers", "two"], "is not a number of worker processes"),
         (["--workers", "2", "--store", "memory"], "Leave --store out (the workers then share a new SQLite file)"),
-        (["--workers", "2", "--room"], "the room's live page is served by one process"),
+        (["--room", "--store", "redis://127.0.0.1:9/0"], "a room is one workshop on one machine"),
+        (["--room", "--room-db", "/no-such-folder/room.db"], "SQLite cannot open that file"),
         (["--workers", "2", "--control"], "the control API reads and resets one process's journal"),
         (["--forwarded-allow-ips", "proxy.local"], "'proxy.local' is not an IP address or network"),
         (["--forwarded-allow-ips", "127.0.0.1,10.0.0.0/33"], "'10.0.0.0/33' is not an IP address or network"),
     ],
-    ids=["no-workers", "words", "memory-store", "room", "control", "a-name", "a-bad-network"],
+    ids=["no-workers", "words", "memory-store", "room-on-redis", "room-db", "control", "a-name", "a-bad-network"],
 )
 def test_worker_and_proxy_options_the_server_cannot_use_are_one_error_line(
     capsys: pytest.CaptureFixture[str], options: list[str], expected: str

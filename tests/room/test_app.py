@@ -72,7 +72,7 @@ def test_room_failed_store_write_changes_nothing(served: Served, monkeypatch: py
     def broken(*args: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(served.service.store, "put_progress", broken)
+    monkeypatch.setattr(served.service.store, "update_progress", broken)
     response = ada.post(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)}))
     assert response.status_code == 503 and "changed nothing" in response.json()["error"]["message"]
     (row,) = served.instructor("/api/state").json()["learners"]

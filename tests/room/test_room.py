@@ -74,9 +74,7 @@ def test_room_marks_the_same_failure_three_runs_in_a_row_as_stuck(served) -> Non
 
 def test_room_marks_a_learner_without_a_run_for_n_minutes_as_stuck() -> None:
     room = Room(titles=TITLES, stuck_minutes=10)
-    room.join("ada", 1000.0)
     room.apply_run("ada", 1000.0, parse_run(run(**{"01_apply_tool_results": (1, 1, APPEND_ONCE)}), TITLES))
-    room.join("finished", 1000.0)
     room.apply_run("finished", 1000.0, parse_run(run(**{"01_apply_tool_results": (2, 0)}), TITLES))
     rows = {row["name"]: row for row in room.snapshot(1000.0 + 9 * 60)["learners"]}
     assert not rows["ada"]["idle"]

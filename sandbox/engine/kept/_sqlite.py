@@ -2,10 +2,11 @@
 a restart.
 
 May touch: its database file (and SQLite's `-wal` and `-shm` beside it), nothing else. The file is in
-WAL mode, so readers never wait for the writer; every method is one `BEGIN IMMEDIATE` transaction,
-which makes it atomic among all the processes that open the file. Entries are rows; the least
-recently used is the row with the smallest `used`, a counter every use advances. Snapshots are
-in-process objects: this backend keeps none, so a continuation walks its chain's history whole.
+WAL mode, so readers never wait for the writer; every method is one writing transaction
+(`_wal.WalFile.transaction`), which makes it atomic among all the processes that open the file.
+Entries are rows; the least recently used is the row with the smallest `used`, a counter every use
+advances. Snapshots are in-process objects: this backend keeps none, so a continuation walks its
+chain's history whole.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,11 +22,9 @@ from pathlib import Path
 from ..._exceptions import UsageError
 from .._repeats import REPEAT_WINDOW, Repeats
 from ._store import ENTRY_OVERHEAD, HOLD_SECONDS, REMEMBER_EVICTED, Blocks, Claim, Entry, Store, StoreUnavailable, T
+from ._wal import WalFile
 
 __all__ = ["SQLiteStore"]
-
-BUSY_SECONDS = 5.0
-"""How long a transaction waits for another process's before the request gets a 503."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -68,16 +66,14 @@ class SQLiteStore(Store):
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self.path = Path(path)
         self.where = f"the SQLite file {self.path} (`--store sqlite:///{self.path}`), bounded"
-        self._lock = threading.Lock()
         self._process = secrets.token_hex(8)
         """Tells this process's senders (a connection, a thread) from another's of the same name."""
         try:
-            self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            self._db.execute("INSERT OR IGNORE INTO counters VALUES ('secret', ?)", (secrets.randbits(63),))
-            (secret,) = self._db.execute("SELECT value FROM counters WHERE name = 'secret'").fetchone()
+            self._file = WalFile(path)
+            self._file.db.executescript(_SCHEMA)
+            with self._file.transaction() as db:
+                db.execute("INSERT OR IGNORE INTO counters VALUES ('secret', ?)", (secrets.randbits(63),))
+                (secret,) = db.execute("SELECT value FROM counters WHERE name = 'secret'").fetchone()
         except sqlite3.Error as exc:
             raise UsageError(
                 f"store='sqlite:///{path}': SQLite cannot open that file ({exc}). Give a path in a folder that "
@@ -125,22 +121,15 @@ class SQLiteStore(Store):
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise StoreUnavailable(
-                    f"sandbox: the kept-state store {self.path} did not answer ({exc}). Another process may hold "
-                    "it for too long, or the disk is full; retry the request, and check the server's disk."
-                ) from None
+        """One transaction; a store that fails it (busy for too long, a full disk) is `StoreUnavailable`."""
+        try:
+            with self._file.transaction() as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(
+                f"sandbox: the kept-state store {self.path} did not answer ({exc}). Another process may hold "
+                "it for too long, or the disk is full; retry the request, and check the server's disk."
+            ) from None
 
     def _counter(self, db: sqlite3.Connection, name: str) -> int:
         value: int = db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0]
