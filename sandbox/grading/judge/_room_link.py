@@ -77,14 +77,17 @@ class RoomLink:
         self.lines: list[str] = []
         self._joined: dict[str, Any] | None = None
         self._problem: str | None = None
+        # Made here, on the grader's main thread: a client made on the first request would import its
+        # transport there, and on CPython 3.11 an import pytest rewrites, on a thread, while the main
+        # thread rewrites another, ends in "SystemError: AST constructor recursion depth mismatch".
+        self._client = httpx.Client(timeout=timeout, trust_env=False)
         self._joiner = threading.Thread(target=self._join, name="sandbox-room-join", daemon=True)
         self._joiner.start()
         self._thread = self._joiner
 
     def _request(self, method: str, path: str, body: dict[str, Any], token: str | None = None) -> dict[str, Any]:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        with httpx.Client(timeout=self.timeout, trust_env=False) as client:
-            response = client.request(method, self.url + path, json=body, headers=headers)
+        response = self._client.request(method, self.url + path, json=body, headers=headers)
         try:
             data = response.json()
         except ValueError:
@@ -155,6 +158,8 @@ class RoomLink:
         self._thread.join(self.timeout * 4 + 0.5)
         if self._thread.is_alive():
             self._problem = self._problem or f"the room at {self.url} did not answer within {self.timeout:g} s"
+        else:
+            self._client.close()
         if self._problem:
             say(f"room: {self._problem}; grading went on without it.")
         for line in self.lines:
