@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from sandbox.grading.judge._meta import load_challenges
+from sandbox.room import RoomDatabase
 from tests.room_server import APPEND_ONCE, SCREENSHOTS, TURN_FIRST, Learner, Served, run, serving_room
 
 pytestmark = pytest.mark.browser
@@ -286,9 +288,15 @@ def test_page_with_a_full_room(browser: Any, tmp_path: Path, tmp_path_factory: p
     learners = 300
     challenges = [info.name for info in load_challenges(ROOT / "challenges")]
     titles = {info.name: info.title for info in load_challenges(ROOT / "challenges")}
-    with serving_room(tmp_path / "room.db", heartbeat=0.2, titles=titles, join_burst=1000, post_rate=100.0) as served:
+    # Seated in the room's file before it opens (joins are tested elsewhere); their runs are posted.
+    database = RoomDatabase(tmp_path / "room.db")
+    now = time.time()
+    for index in range(learners):
+        database.add_learner(f"Learner {index:03}", f"rt-{index}", f"sk-room-{index}", now, now + 86400)
+    database.close()
+    with serving_room(tmp_path / "room.db", heartbeat=0.2, titles=titles, post_rate=100.0) as served:
         for index in range(learners):
-            learner = Learner.join(served.room, f"Learner {index:03}")
+            learner = Learner(served.room, f"Learner {index:03}", f"rt-{index}", f"sk-room-{index}")
             done = index % 9
             cells: dict[str, Any] = {challenge: (4, 0) for challenge in challenges[:done]}
             cells[challenges[done]] = (1, 2, APPEND_ONCE if index % 2 else TURN_FIRST)
